@@ -1,0 +1,43 @@
+# The README's two commands are `make demo` and `make test`; both work on a fresh clone.
+# Torch is installed first and pinned (CPU-compatible release) so that no CUDA build is pulled in.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+TORCH_PIN := torch==2.13.0
+
+.PHONY: install demo test test-slow bench report lint clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet $(TORCH_PIN)
+	$(PY) -m pip install --quiet -e '.[all,dev]'
+	touch $(STAMP)
+
+# Every registered experiment's quick preset, then reports/index.md. Exits non-zero if a check failed,
+# after writing the report so that the failure is visible in it.
+demo: $(STAMP)
+	status=0; $(PY) -m icml2026 run --all --preset quick --out runs || status=$$?; \
+	$(PY) -m icml2026 report --runs runs --out reports && exit $$status
+
+test: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider -m slow
+
+bench: $(STAMP)
+	set -e; for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f --quick; done
+
+report: $(STAMP)
+	$(PY) -m icml2026 report --runs runs --out reports
+
+lint: $(STAMP)
+	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m mypy
+
+clean:
+	rm -rf runs .pytest_cache .mypy_cache .ruff_cache

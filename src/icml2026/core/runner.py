@@ -1,0 +1,201 @@
+"""Run one experiment: seeding, thread count, timing, and the atomic writing of its run folder.
+
+The folder ``<out>/<experiment>/<preset>-seed<seed>/`` is first built under a hidden temporary name in the
+same parent and renamed into place only when complete, so an interrupted or failed run leaves nothing
+behind and never replaces the previous good run before the new one is whole.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .outcome import Outcome
+from .plotting import save_figure
+from .registry import Experiment
+from .report import render_run_report
+from .rng import make_rng
+
+__all__ = ["RunResult", "run_experiment", "seed_everything", "run_dir_for", "to_jsonable"]
+
+#: Threads torch may use: the machines this project targets have 2 cores.
+DEFAULT_THREADS = 2
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What the runner returns: the folder written and the parsed ``results.json``."""
+
+    path: Path
+    results: dict[str, Any]
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.results["verdict"] == "passed")
+
+
+def seed_everything(seed: int, n_threads: int = DEFAULT_THREADS) -> np.random.Generator:
+    """The experiment's numpy generator for ``seed``; seeds torch too when it is installed.
+
+    Torch gets deterministic algorithms and a fixed thread count, so that the same seed gives the same
+    metrics. This is the only place in the package that touches torch's global state.
+    """
+    rng = make_rng(seed)
+    try:
+        import torch
+    except ImportError:  # torch is an optional extra
+        return rng
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.set_num_threads(n_threads)
+    return rng
+
+
+def run_dir_for(out: Path, name: str, preset: str, seed: int) -> Path:
+    return Path(out) / name / f"{preset}-seed{seed}"
+
+
+def to_jsonable(x: Any) -> Any:
+    """Plain JSON types; non-finite floats become the strings 'nan', 'inf', '-inf'."""
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return to_jsonable(dataclasses.asdict(x))
+    if isinstance(x, dict):
+        return {str(k): to_jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [to_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return to_jsonable(x.tolist())
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        f = float(x)
+        if math.isnan(f):
+            return "nan"
+        if math.isinf(f):
+            return "inf" if f > 0 else "-inf"
+        return f
+    if x is None or isinstance(x, str):
+        return x
+    return str(x)
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version(), "platform": platform.platform()}
+    for dist in ("icml2026", "numpy", "scipy", "torch", "matplotlib"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _git_commit() -> str | None:
+    here = Path(__file__).resolve().parent
+    try:
+        res = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return res.stdout.strip() or None if res.returncode == 0 else None
+
+
+def check_writable(out: Path) -> None:
+    """Raise ``PermissionError``/``OSError`` with a clear message if ``out`` cannot hold run folders."""
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
+            pass
+    except OSError as exc:
+        raise OSError(f"output folder {str(out)!r} is not writable: {exc.strerror or exc}") from exc
+
+
+def run_experiment(
+    exp: Experiment,
+    cfg: Any,
+    *,
+    preset: str,
+    seed: int,
+    out: Path,
+    n_threads: int = DEFAULT_THREADS,
+) -> RunResult:
+    """Run ``exp`` on ``cfg`` with ``seed`` and write its folder atomically under ``out``.
+
+    Returns the written folder and its results. Exceptions from the experiment propagate after the
+    temporary folder is removed; the previous run folder, if any, is untouched.
+    """
+    rng = seed_everything(seed, n_threads)
+    t0 = time.perf_counter()
+    outcome = exp(cfg, rng)
+    wall = time.perf_counter() - t0
+    results = _results_dict(exp, cfg, preset, seed, outcome, wall)
+    final = run_dir_for(out, exp.name, preset, seed)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    try:
+        for name, fig in outcome.figures.items():
+            save_figure(fig, tmp / f"{name}.png")
+        (tmp / "results.json").write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")
+        (tmp / "report.md").write_text(render_run_report(results))
+        _replace_dir(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return RunResult(path=final, results=results)
+
+
+def _replace_dir(tmp: Path, final: Path) -> None:
+    """Put ``tmp`` at ``final``; an old ``final`` is moved aside first and deleted only afterwards."""
+    old: Path | None = None
+    if final.exists():
+        old = final.with_name(f".{final.name}.old-{os.getpid()}-{time.monotonic_ns()}")
+        os.rename(final, old)
+    try:
+        os.rename(tmp, final)
+    except BaseException:
+        if old is not None:
+            os.rename(old, final)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _results_dict(
+    exp: Experiment, cfg: Any, preset: str, seed: int, outcome: Outcome, wall: float
+) -> dict[str, Any]:
+    return to_jsonable(
+        {
+            "experiment": exp.name,
+            "paper": exp.slug,
+            "claim": exp.claim,
+            "preset": preset,
+            "seed": seed,
+            "config": dataclasses.asdict(cfg),
+            "metrics": outcome.metrics,
+            "checks": [c.to_dict() for c in outcome.checks],
+            "verdict": "passed" if outcome.passed else "failed",
+            "figures": [f"{name}.png" for name in outcome.figures],
+            "tables": outcome.tables,
+            "timing": {"wall_s": wall, **{k: float(v) for k, v in outcome.timings.items()}},
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "versions": _versions(),
+            "git_commit": _git_commit(),
+        }
+    )

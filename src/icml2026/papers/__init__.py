@@ -1,0 +1,1 @@
+"""One subpackage per paper; each registers its experiments in ``experiments.py``."""
