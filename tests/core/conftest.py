@@ -47,7 +47,8 @@ def toy_torch(cfg: ToyConfig, rng: np.random.Generator) -> Outcome:
     g = torch_generator(rng)
     x = torch.randn(cfg.n, generator=g)
     lin = torch.nn.Linear(cfg.n, 1)  # initialised from torch's global generator, seeded by the runner
-    return Outcome(metrics={"x": float(x.sum()), "w": float(lin.weight.detach().sum())}, checks=[Check("ok", 1, "== 1")])
+    metrics = {"x": float(x.sum()), "w": float(lin.weight.detach().sum())}
+    return Outcome(metrics=metrics, checks=[Check("ok", 1, "== 1")])
 
 
 QUICK = ToyConfig()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from icml2026.cli import BadInput, main, parse_overrides
+from icml2026.cli import main, parse_overrides
 from tests.core.conftest import ToyConfig
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import importlib
+import importlib.util
 import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass

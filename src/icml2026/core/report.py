@@ -69,7 +69,8 @@ def render_run_report(res: dict[str, Any]) -> str:
         "",
         "## Environment",
         "",
-        ", ".join(f"{k} {val}" for k, val in v.items()) + (f"; commit {res['git_commit']}" if res.get("git_commit") else ""),
+        ", ".join(f"{k} {val}" for k, val in v.items())
+        + (f"; commit {res['git_commit']}" if res.get("git_commit") else ""),
         "",
     ]
     return "\n".join(lines)

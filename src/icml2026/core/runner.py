@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -194,7 +194,7 @@ def _results_dict(
             "figures": [f"{name}.png" for name in outcome.figures],
             "tables": outcome.tables,
             "timing": {"wall_s": wall, **{k: float(v) for k, v in outcome.timings.items()}},
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
             "versions": _versions(),
             "git_commit": _git_commit(),
         }
