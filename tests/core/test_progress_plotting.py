@@ -1,0 +1,40 @@
+from pathlib import Path
+
+import pytest
+
+from icml2026.core.plotting import new_figure, save_figure
+from icml2026.core.progress import track
+from icml2026.core.rng import make_rng, spawn
+
+
+def test_track_yields_everything_and_prints_plain_lines_when_not_a_terminal(capsys: pytest.CaptureFixture) -> None:
+    assert list(track(range(25), "loop")) == list(range(25))
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "[loop] start (25 steps)"
+    assert err[-1].startswith("[loop] done 25 steps")
+    assert any(line.startswith("[loop] 10/25") for line in err)  # about every 10%
+    assert capsys.readouterr().out == ""  # progress never pollutes stdout
+
+
+def test_track_handles_unsized_iterables(capsys: pytest.CaptureFixture) -> None:
+    assert list(track((i for i in range(3)), "gen")) == [0, 1, 2]
+    assert "(? steps)" in capsys.readouterr().err
+
+
+def test_figures_are_saved(tmp_path: Path) -> None:
+    fig, ax = new_figure("t", "x (units)", "y (units)", logy=True)
+    ax.plot([1, 2], [1, 10])
+    save_figure(fig, tmp_path / "f.png")
+    assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_rng_streams() -> None:
+    a, b = make_rng(3), make_rng(3)
+    assert a.integers(1 << 30) == b.integers(1 << 30)
+    kids = spawn(make_rng(3), 3)
+    draws = [k.integers(1 << 30) for k in kids]
+    assert len(set(draws)) == 3
+    assert draws == [k.integers(1 << 30) for k in spawn(make_rng(3), 3)]
+    for bad in (-1, 1.5, True, "0"):
+        with pytest.raises(ValueError, match="non-negative integer"):
+            make_rng(bad)  # type: ignore[arg-type]
