@@ -60,7 +60,7 @@ def toy_registry(monkeypatch: pytest.MonkeyPatch) -> dict[str, registry.Experime
     """Replace the global registry by one with toy experiments, and switch discovery off."""
     table: dict[str, registry.Experiment] = {}
     monkeypatch.setattr(registry, "_REGISTRY", table)
-    monkeypatch.setattr(registry, "discover", lambda: None)
+    monkeypatch.setattr(registry, "discover", lambda slugs=None: None)
     registry.experiment("toy.passes", claim="toy claim that passes", presets=PRESETS)(toy_pass)
     registry.experiment("toy.fails", claim="toy claim that fails", presets=PRESETS)(toy_fail)
     registry.experiment("toy.torchy", claim="toy claim using torch", presets=PRESETS)(toy_torch)

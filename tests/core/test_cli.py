@@ -90,7 +90,7 @@ SLOW_EXPERIMENT = """
 import sys, time
 from tests.core.conftest import PRESETS
 from icml2026.core import registry, Outcome, Check
-registry.discover = lambda: None
+registry.discover = lambda slugs=None: None
 def slow(cfg, rng):
     print("started", flush=True)
     time.sleep(30)

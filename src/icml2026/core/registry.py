@@ -23,6 +23,7 @@ __all__ = [
     "Experiment",
     "experiment",
     "discover",
+    "paper_slugs",
     "all_experiments",
     "get_experiment",
     "resolve_names",
@@ -97,16 +98,30 @@ def experiment(
     return deco
 
 
-def discover() -> None:
-    """Import every ``papers/<slug>/experiments.py`` so that its experiments register."""
+def paper_slugs() -> list[str]:
+    """The slugs of every paper folder on disk (``papers/<slug>/`` with an ``experiments.py``)."""
     from .. import papers
 
+    slugs = []
     for info in sorted(pkgutil.iter_modules(papers.__path__), key=lambda i: i.name):
-        if not info.ispkg:
-            continue
-        mod_name = f"{papers.__name__}.{info.name}.experiments"
-        if importlib.util.find_spec(mod_name) is not None:
-            importlib.import_module(mod_name)
+        if info.ispkg and importlib.util.find_spec(f"{papers.__name__}.{info.name}.experiments") is not None:
+            slugs.append(info.name)
+    return slugs
+
+
+def discover(slugs: list[str] | None = None) -> None:
+    """Import ``papers/<slug>/experiments.py`` of every paper (or only of ``slugs``) so that it registers.
+
+    Importing one paper does not import the others, so naming one paper on the command line does not pay
+    for every paper's heavy dependencies.
+    """
+    from .. import papers
+
+    for slug in paper_slugs() if slugs is None else slugs:
+        mod_name = f"{papers.__name__}.{slug}.experiments"
+        if slug.isidentifier() and importlib.util.find_spec(f"{papers.__name__}.{slug}") is not None:
+            if importlib.util.find_spec(mod_name) is not None:
+                importlib.import_module(mod_name)
 
 
 def all_experiments() -> dict[str, Experiment]:
@@ -116,15 +131,22 @@ def all_experiments() -> dict[str, Experiment]:
 
 
 def get_experiment(name: str) -> Experiment:
-    exps = all_experiments()
-    if name in exps:
-        return exps[name]
-    raise UnknownExperimentError(_unknown_message(name, exps))
+    """The experiment ``<slug>.<experiment>``, importing only its paper."""
+    discover([name.split(".", 1)[0]])
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    raise UnknownExperimentError(_unknown_message(name, all_experiments()))
 
 
 def resolve_names(names: list[str]) -> list[Experiment]:
-    """Expand names: ``slug.experiment`` exactly, or ``slug`` for all of that paper's experiments."""
-    exps = all_experiments()
+    """Expand names: ``slug.experiment`` exactly, or ``slug`` for all of that paper's experiments.
+
+    Only the named papers are imported; every paper is imported only to suggest names for a typo.
+    """
+    discover(sorted({n.split(".", 1)[0] for n in names}))
+    exps = dict(sorted(_REGISTRY.items()))
+    if any(n not in exps and not any(e.slug == n for e in exps.values()) for n in names):
+        exps = all_experiments()
     chosen: list[Experiment] = []
     for name in names:
         if name in exps:
