@@ -1,0 +1,396 @@
+"""Method 2: learning a rank-r head with O(r d) queries.
+
+Every two-token query returns one rank-one linear measurement b^T A c = <A, b c^T> of A (Method 1,
+step 2). Two ways to spend them (brief, Method 2):
+
+* 2b, ``method="adaptive"`` (deterministic given its directions, exact): learn rows b^T A for random unit
+  b until a new row falls in the span of the previous ones (rank estimation, relative singular-value
+  threshold 1e-8), take an orthonormal basis R (d, r) of the row space and measure e_i^T A R_j; then
+  A = (A R) R^T. Queries: d (for v) + (r + 1) d (rows) + r d = (2r + 2) d, or (2r + 1) d if r is given.
+* 2a, ``method="compressed_sensing"`` (the paper's route): m = kappa r d random Gaussian pairs (b_t, c_t),
+  y_t = b_t^T A c_t, and low-rank recovery from rank-one projections, by factored alternating least
+  squares A = U V^T with spectral initialisation (``solver="als"``) or nuclear-norm minimisation with
+  cvxpy (``solver="nuclear_norm"``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .data import check_rank, check_rng
+from .exact import check_identifiable
+from .model import HeadEstimate, check_dim
+from .oracle import CountingOracle, as_counting
+from .queries import choose_directions, learn_value, measure_bilinear
+
+__all__ = [
+    "recover_low_rank",
+    "factored_als",
+    "nuclear_norm_recovery",
+    "ALSResult",
+    "RANK_TOL",
+    "METHODS",
+    "SOLVERS",
+]
+
+RANK_TOL = 1e-8  # brief: rank from the singular-value gap with relative threshold 1e-8
+METHODS = ("adaptive", "compressed_sensing")
+SOLVERS = ("als", "nuclear_norm")
+# Directions are accepted only when |v^T c| >= MARGIN ||v|| ||c|| (brief, pitfalls: 1e-3 ||v||).
+MARGIN = 1e-3
+# Deviation: Method 1 accepts softmax weights down to 1e-9 (brief, step 4); 2b accepts only [1e-4, 1 - 1e-4]
+# (|logit| <= 9.2). A measurement's float64 error grows like eps / alpha, and 2b builds the whole of A
+# from one row space, so it rescales (counted, reported apart) rather than keep an imprecise answer.
+ADAPTIVE_SATURATION = 1e-4
+_FIRST_ROUND = 8  # entries of a row measured before the scale is adapted
+# Deviation: fixed stream for the adaptive method's random rows when no rng is given (rng stays optional).
+_DEFAULT_ROW_SEED = 20260116
+
+
+def recover_low_rank(
+    oracle: Callable[[np.ndarray], float],
+    d: int,
+    rank: int | None = None,
+    method: str = "adaptive",
+    rng: np.random.Generator | None = None,
+    *,
+    kappa: float = 6.0,
+    n_measurements: int | None = None,
+    solver: str = "als",
+    batch: bool = True,
+) -> HeadEstimate:
+    """Method 2: recover a low-rank head (A, v) with O(r d) queries.
+
+    Parameters
+    ----------
+    oracle : callable f(X) -> float on (n, d) arrays (wrapped in a CountingOracle if needed).
+    d : token dimension.
+    rank : r in [1, d]; None estimates it (adaptive: from row dependence; compressed sensing: smallest r
+        whose factored fit explains the measurements, needs ``n_measurements``).
+    method : ``"adaptive"`` (2b) or ``"compressed_sensing"`` (2a).
+    rng : generator for the random directions; required for compressed sensing. When None, the
+        adaptive method draws its rows from a fixed internal stream (deterministic).
+    kappa : compressed sensing oversampling, m = ceil(kappa r d) measurements (brief: expect 3-6).
+    n_measurements : compressed sensing m, overriding kappa.
+    solver : compressed sensing solver, ``"als"`` or ``"nuclear_norm"`` (needs cvxpy).
+    batch : send non-adaptive rounds of queries as one batch.
+
+    Returns
+    -------
+    HeadEstimate with A (d, d) of rank ``.rank``, v (d,), and the exact query count.
+    """
+    d = check_dim(d)
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
+    if rank is not None:
+        rank = check_rank(rank, d)
+    if method == "compressed_sensing":
+        if rng is None:
+            raise ValueError(
+                "method='compressed_sensing' draws random measurements: pass rng=np.random.Generator"
+            )
+        check_rng(rng)
+        if solver not in SOLVERS:
+            raise ValueError(f"unknown solver {solver!r}; use one of {', '.join(SOLVERS)}")
+        if isinstance(kappa, bool) or not np.isfinite(kappa) or kappa <= 0:
+            raise ValueError(f"kappa must be a finite positive number, got {kappa!r}")
+        if n_measurements is not None:
+            n_measurements = check_dim(n_measurements, "n_measurements")
+        elif rank is None:
+            raise ValueError(
+                "compressed_sensing with rank=None needs n_measurements "
+                "(m = kappa r d cannot be set without r)"
+            )
+        counter = as_counting(oracle)
+        return _compressed_sensing(counter, d, rank, rng, kappa, n_measurements, solver, batch)
+    if rng is not None:
+        check_rng(rng)
+    row_rng = rng if rng is not None else np.random.default_rng(_DEFAULT_ROW_SEED)
+    return _adaptive(as_counting(oracle), d, rank, row_rng, batch)
+
+
+# ----------------------------------------------------------------------------------------- 2b adaptive
+def _adaptive(
+    counter: CountingOracle, d: int, rank: int | None, rng: np.random.Generator, batch: bool
+) -> HeadEstimate:
+    start = counter.n_queries
+    v = learn_value(counter, d, batch=batch)  # d queries
+    check_identifiable(v)
+    C = choose_directions(v)
+    n_rescale = 0
+    n_meas = 0
+    b_rows: list[np.ndarray] = []
+    a_rows: list[np.ndarray] = []
+    max_rows = d if rank is None else rank
+    # (i) rows b^T A for random unit b: d queries each, as in Method 1 with b fixed.
+    s_row = 1.0  # query scale of step (i); row 1 has nothing to go on
+    y_max = 0.0  # largest |b^T A c| seen so far
+    dependent_row: np.ndarray | None = None
+    while len(a_rows) < max_rows:
+        b = rng.standard_normal(d)
+        b /= np.linalg.norm(b)
+        # Each row is measured in two rounds; after each round the scale is set so that the largest
+        # |logit| seen so far would be ~3 (precise, unsaturated). This costs no query; only the first
+        # round of row 1 has nothing to go on and may need counted rescales.
+        y_row = np.empty(d)
+        for part in (slice(0, min(d, _FIRST_ROUND)), slice(min(d, _FIRST_ROUND), d)):
+            if part.start == part.stop:
+                continue
+            k = part.stop - part.start
+            meas = measure_bilinear(
+                counter,
+                v,
+                np.tile(b, (k, 1)),
+                C.T[part],
+                scale=s_row,
+                saturation=ADAPTIVE_SATURATION,
+                batch=batch,
+            )
+            n_rescale += meas.n_rescale
+            y_row[part] = meas.y
+            y_max = max(y_max, float(np.max(np.abs(meas.y))))
+            s_row = min(1.0, math.sqrt(3.0 / max(y_max, 1e-300)))
+        n_meas += d
+        row = np.linalg.solve(C.T, y_row)  # (b^T A) C = m^T  ->  A^T b = C^{-T} m
+        sv = np.linalg.svd(np.vstack([*a_rows, row]), compute_uv=False)
+        if a_rows and sv[-1] <= RANK_TOL * sv[0]:
+            dependent_row = row  # the new row is in the span of the previous ones: rank found
+            break
+        b_rows.append(b)
+        a_rows.append(row)
+    rows = np.vstack(a_rows)  # (k, d) = Bk A with Bk = rows b_k^T
+    r = rows.shape[0]
+    if r == d:  # full rank: A = Bk^{-1} (Bk A)
+        A = np.linalg.solve(np.vstack(b_rows), rows)
+    else:
+        # (ii) A R from e_i^T A c_j with c_j = (R T)_j (+ u), u orthogonal to the row space so A u = 0.
+        # The row space is taken from the last r rows (with the dependent one when the rank was
+        # estimated): they span it generically and were all measured at the adapted scale.
+        basis_rows = rows if dependent_row is None else np.vstack([*a_rows[1:], dependent_row])
+        Vt = np.linalg.svd(basis_rows, full_matrices=False)[2]
+        R = Vt[:r].T  # (d, r) orthonormal basis of the row space of A
+        Cr, T = _row_space_directions(v, R)
+        # Scale from what step (i) taught: E||b^T A||^2 = ||A||_F^2 / d for unit random b, and
+        # |e_i^T A R_j| <~ ||A||_F / sqrt(d); aim for logits of order one to avoid rescale retries.
+        frob_est = math.sqrt(d * float(np.mean(np.sum(rows**2, axis=1))))
+        s0 = min(1.0, math.sqrt(2.0 / max(frob_est / math.sqrt(d), 1e-300)))
+        meas = measure_bilinear(
+            counter,
+            v,
+            np.repeat(np.eye(d), r, axis=0),
+            np.tile(Cr.T, (d, 1)),
+            scale=s0,
+            saturation=ADAPTIVE_SATURATION,
+            batch=batch,
+        )
+        n_rescale += meas.n_rescale
+        n_meas += d * r
+        ART = meas.y.reshape(d, r)  # (A R T)_ij = e_i^T A c_j
+        AR = np.linalg.solve(T.T, ART.T).T
+        A = AR @ R.T
+    return HeadEstimate(
+        A=A,
+        v=v,
+        n_queries=counter.n_queries - start,
+        n_rescale_queries=n_rescale,
+        rank=r,
+        method="adaptive",
+        n_measurements=n_meas,
+    )
+
+
+def _row_space_directions(v: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Directions c_j = (R T)_j (+ u) with |v^T c_j| bounded away from zero (brief, 2b (ii)).
+
+    Returns C (d, r) and T (r, r) with A C = A R T (u, if used, lies in the null space of A).
+    """
+    r = R.shape[1]
+    thr = MARGIN * np.linalg.norm(v)
+    vR = R.T @ v
+    T = np.eye(r)
+    small = np.abs(vR) < thr
+    if not small.any():
+        return R.copy(), T
+    j_star = int(np.argmax(np.abs(vR)))
+    if abs(vR[j_star]) >= 2 * thr:  # mix in the best-aligned basis vector
+        T[j_star, small] = 1.0
+        return R @ T, T
+    # v is (almost) orthogonal to the row space: add its orthogonal part u; A u = 0.
+    u = v - R @ vR
+    u /= np.linalg.norm(u)
+    return R + u[:, None] * small[None, :].astype(float), T
+
+
+# -------------------------------------------------------------------------------- 2a compressed sensing
+def _compressed_sensing(
+    counter: CountingOracle,
+    d: int,
+    rank: int | None,
+    rng: np.random.Generator,
+    kappa: float,
+    n_measurements: int | None,
+    solver: str,
+    batch: bool,
+) -> HeadEstimate:
+    start = counter.n_queries
+    v = learn_value(counter, d, batch=batch)  # d queries
+    check_identifiable(v)
+    m = n_measurements if n_measurements is not None else math.ceil(kappa * rank * d)  # type: ignore[operator]
+    Bm, Cm = _random_pairs(v, m, rng)
+    meas = measure_bilinear(counter, v, Bm, Cm, batch=batch)
+    if solver == "als":
+        if rank is not None:
+            A = factored_als(Bm, Cm, meas.y, rank).A
+            r_used = rank
+        else:
+            A, r_used = _als_select_rank(Bm, Cm, meas.y, d)
+    else:
+        A = nuclear_norm_recovery(Bm, Cm, meas.y)
+        sv = np.linalg.svd(A, compute_uv=False)
+        # Deviation: convex solvers are accurate to ~1e-6, so the rank uses a looser threshold (1e-5).
+        r_used = rank if rank is not None else int(np.sum(sv > 1e-5 * sv[0]))
+    return HeadEstimate(
+        A=A,
+        v=v,
+        n_queries=counter.n_queries - start,
+        n_rescale_queries=meas.n_rescale,
+        rank=r_used,
+        method=f"compressed_sensing/{solver}",
+        n_measurements=m,
+    )
+
+
+def _random_pairs(v: np.ndarray, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """m Gaussian pairs (b_t, c_t) with N(0, I/d) entries.
+
+    c_t is redrawn until |v^T c_t| >= MARGIN ||v|| ||c_t|| (the two-token identity divides by v^T c_t).
+    """
+    d = v.shape[0]
+    Bm = rng.normal(0.0, 1.0 / math.sqrt(d), size=(m, d))
+    Cm = rng.normal(0.0, 1.0 / math.sqrt(d), size=(m, d))
+    vn = np.linalg.norm(v)
+    for t in range(m):
+        while abs(Cm[t] @ v) < MARGIN * vn * np.linalg.norm(Cm[t]):
+            Cm[t] = rng.normal(0.0, 1.0 / math.sqrt(d), size=d)
+    return Bm, Cm
+
+
+@dataclass
+class ALSResult:
+    """Factored fit A = U V^T of rank-one measurements: relative residual and iterations used."""
+
+    A: np.ndarray
+    residual: float
+    n_iter: int
+
+
+def factored_als(
+    Bm: np.ndarray, Cm: np.ndarray, y: np.ndarray, rank: int, *, max_iter: int = 500, tol: float = 1e-13
+) -> ALSResult:
+    """Low-rank recovery from rank-one projections y_t = b_t^T A c_t by alternating least squares.
+
+    Spectral initialisation: top-r SVD of (1/m) sum_t y_t b_t c_t^T (whose mean is A / d^2 for our
+    N(0, I/d) directions). Each half-step is a linear least-squares problem in U (or V) with d r unknowns.
+    Stops when the relative residual ||y - b^T U V^T c|| / ||y|| falls below ``tol`` or stops improving.
+
+    Parameters
+    ----------
+    Bm, Cm : (m, d) the directions; y : (m,) the measurements; rank : r.
+
+    Returns
+    -------
+    ALSResult with A (d, d) of rank <= r.
+    """
+    m, d = Bm.shape
+    ynorm = float(np.linalg.norm(y))
+    if ynorm == 0.0:
+        return ALSResult(A=np.zeros((d, d)), residual=0.0, n_iter=0)
+    Y0 = (Bm * y[:, None]).T @ Cm / m
+    U0, S0, V0t = np.linalg.svd(Y0)
+    U = U0[:, :rank] * np.sqrt(S0[:rank])
+    V = V0t[:rank].T * np.sqrt(S0[:rank])
+    residual = np.inf
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):
+        Z = Cm @ V  # (m, r): y_t = b_t^T U z_t
+        U = _least_squares((Bm[:, :, None] * Z[:, None, :]).reshape(m, d * rank), y).reshape(d, rank)
+        W = Bm @ U  # (m, r): y_t = w_t^T V^T c_t
+        design = (Cm[:, :, None] * W[:, None, :]).reshape(m, d * rank)
+        V = _least_squares(design, y).reshape(d, rank)
+        new_res = float(np.linalg.norm(design @ V.reshape(-1) - y)) / ynorm
+        # rebalance the factors (the gauge U G, V G^{-T} does not change A) to keep the solves well scaled
+        Q_u, R_u = np.linalg.qr(U)
+        Q_v, R_v = np.linalg.qr(V)
+        P, S, Qt = np.linalg.svd(R_u @ R_v.T)
+        U = Q_u @ P * np.sqrt(S)
+        V = Q_v @ Qt.T * np.sqrt(S)
+        stalled = new_res > 0.999 * residual and n_iter > 50
+        residual = new_res
+        if residual < tol or stalled:
+            break
+    return ALSResult(A=U @ V.T, residual=residual, n_iter=n_iter)
+
+
+def _least_squares(design: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """argmin ||design x - y|| by the normal equations (fast for these tall, well-conditioned systems);
+    the SVD-based solver is used only when the normal matrix is numerically singular."""
+    gram = design.T @ design
+    try:
+        sol = np.linalg.solve(gram, design.T @ y)
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(design, y, rcond=None)[0]
+    if not np.all(np.isfinite(sol)):
+        return np.linalg.lstsq(design, y, rcond=None)[0]
+    return sol
+
+
+def _als_select_rank(Bm: np.ndarray, Cm: np.ndarray, y: np.ndarray, d: int) -> tuple[np.ndarray, int]:
+    """Rank estimation for compressed sensing: the smallest r whose ALS fit explains y (residual < 1e-8)
+    among ranks still identifiable from m measurements (r (2d - r) < m)."""
+    m = y.shape[0]
+    best: ALSResult | None = None
+    for r in range(1, d + 1):
+        if r * (2 * d - r) >= m:
+            break
+        fit = factored_als(Bm, Cm, y, r)
+        best = fit
+        if fit.residual < RANK_TOL:
+            return fit.A, r
+    raise ValueError(
+        f"no rank r with r(2d - r) < m = {m} explains the measurements (last residual "
+        f"{best.residual if best else float('nan'):.2e}); take more measurements or pass rank"
+    )
+
+
+def nuclear_norm_recovery(
+    Bm: np.ndarray, Cm: np.ndarray, y: np.ndarray, *, solver: str = "CLARABEL"
+) -> np.ndarray:
+    """Nuclear-norm minimisation: argmin ||X||_* subject to b_t^T X c_t = y_t for all t (cvxpy).
+
+    Parameters
+    ----------
+    Bm, Cm : (m, d) directions; y : (m,) measurements; solver : a cvxpy conic solver name.
+
+    Returns
+    -------
+    X : (d, d) array.
+    """
+    try:
+        import cvxpy as cp
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "solver='nuclear_norm' needs cvxpy: pip install 'icml2026[attention_queries]'"
+        ) from exc
+    m, d = Bm.shape
+    # vec_F(b c^T) = kron(c, b), matching cvxpy's column-major vec.
+    Phi = (Cm[:, :, None] * Bm[:, None, :]).reshape(m, d * d)
+    X = cp.Variable((d, d))
+    problem = cp.Problem(cp.Minimize(cp.normNuc(X)), [Phi @ cp.vec(X, order="F") == y])
+    problem.solve(solver=solver)
+    if X.value is None:
+        raise RuntimeError(f"cvxpy ({solver}) found no solution: status {problem.status}")
+    return np.asarray(X.value, dtype=np.float64)
