@@ -1,0 +1,354 @@
+"""Registered experiments of fp_gradients (Claim 1, the order control, network size, the solver)."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from icml2026.core import Check, Outcome, experiment, spawn
+from icml2026.core.plotting import new_figure
+
+from .baselines import construct_fixed_order, layers_to_sequential, output_value_first_orders
+from .construction import build_construction
+from .data import mild_targets, random_targets
+from .floats import count_mismatches
+from .losses import BUILTIN_PHIS
+from .semantics import (
+    layers_from_sequential,
+    reference_values_and_grads,
+    torch_values_and_grads,
+    verify,
+)
+from .solver import solve_scaling, solve_single_scaling
+
+__all__ = [
+    "ExactConfig",
+    "OrderConfig",
+    "SizeConfig",
+    "SolverConfig",
+    "exact_representation",
+    "order_control",
+    "size_vs_k",
+    "scaling_solver",
+]
+
+
+def _check_phis(phis: tuple[str, ...]) -> None:
+    unknown = [p for p in phis if p not in BUILTIN_PHIS]
+    if unknown or not phis:
+        raise ValueError(f"phis must be a non-empty subset of {sorted(BUILTIN_PHIS)}, got {phis}")
+
+
+# ------------------------------------------------------------------------------------------- Claim 1
+@dataclass(frozen=True)
+class ExactConfig:
+    ks: tuple[int, ...] = (40, 400)  # brief acceptance: K = 40 and K = 400
+    seeds_per_k: tuple[int, ...] = (5, 2)  # brief: 5 seeds at K = 400 (full preset)
+    phis: tuple[str, ...] = ("identity", "half_square", "softplus")
+    delta_log2: int = -6  # grid spacing Delta = 2^-6 (brief, Acceptance 1)
+    figure_points: int = 12  # mild targets drawn in the figure
+
+    def __post_init__(self) -> None:
+        if not self.ks or len(self.ks) != len(self.seeds_per_k):
+            raise ValueError("ks and seeds_per_k need the same (non-zero) length")
+        if min(self.ks) < 5 or min(self.seeds_per_k) < 1:
+            raise ValueError("every K must be >= 5 (room for the special targets) and seeds >= 1")
+        _check_phis(self.phis)
+        if not -40 <= self.delta_log2 <= 40:
+            raise ValueError(f"delta_log2 must be in [-40, 40], got {self.delta_log2}")
+        if self.figure_points < 2:
+            raise ValueError("figure_points must be >= 2")
+
+
+@experiment(
+    "fp_gradients.exact_representation",
+    claim=(
+        "A float32 ReLU network built per Claim 1 has f(x_k) = g_k and D^AD(phi o f)(x_k) = h_k bit-exactly "
+        "for random extreme targets, under torch autograd and under a left-to-right float32 reference."
+    ),
+    presets={
+        "quick": ExactConfig(),
+        "full": ExactConfig(ks=(40, 400, 1000), seeds_per_k=(5, 5, 2)),
+    },
+)
+def exact_representation(cfg: ExactConfig, rng: np.random.Generator) -> Outcome:
+    rows: list[dict[str, Any]] = []
+    totals: Counter[str] = Counter()
+    t_build = t_verify = 0.0
+    streams = spawn(rng, len(cfg.ks) * max(cfg.seeds_per_k) * len(cfg.phis) + 1)
+    si = 0
+    for k, n_seeds in zip(cfg.ks, cfg.seeds_per_k, strict=True):
+        for seed in range(n_seeds):
+            for phi in cfg.phis:
+                tg = random_targets(k, streams[si], phi, delta_log2=cfg.delta_log2)
+                si += 1
+                t0 = time.perf_counter()
+                con = build_construction(tg.xs, tg.values, tg.grads, phi)
+                net = con.to_sequential()
+                t1 = time.perf_counter()
+                ver = verify(net, tg.xs, tg.values, tg.grads, phi)
+                t2 = time.perf_counter()
+                t_build, t_verify = t_build + t1 - t0, t_verify + t2 - t1
+                reg = Counter(p.regime for p in con.plans)
+                row: dict[str, Any] = {
+                    "phi": phi,
+                    "K": k,
+                    "seed": seed,
+                    "chain_layers": con.n_chain,
+                    "params": con.n_params,
+                    "value_mm_torch": ver.value_mismatches_torch,
+                    "grad_mm_torch": ver.grad_mismatches_torch,
+                    "value_mm_ref": ver.value_mismatches_reference,
+                    "grad_mm_ref": ver.grad_mismatches_reference,
+                    "ref_mode": ver.reference_mode,
+                    "compensated": reg["compensated"],
+                    "absorbed": reg["absorbed"],
+                    "h_zero": reg["value_only"],
+                }
+                rows.append(row)
+                for key in ("value_mm_torch", "grad_mm_torch", "value_mm_ref", "grad_mm_ref"):
+                    totals[key] += int(row[key])
+                totals["points"] += k
+    metrics = {f"total_{k}": float(v) for k, v in totals.items()}
+    metrics["max_chain_layers"] = float(max(int(r["chain_layers"]) for r in rows))
+    checks = [
+        Check(f"{key}_mismatches", totals[key], "== 0", paper="0 (exact)")
+        for key in ("value_mm_torch", "grad_mm_torch", "value_mm_ref", "grad_mm_ref")
+    ]
+    figs = _function_figures(streams[si], cfg.figure_points)
+    return Outcome(
+        metrics=metrics,
+        checks=checks,
+        figures=figs,
+        tables={"runs": rows},
+        timings={"construct_s": t_build, "verify_s": t_verify},
+    )
+
+
+def _function_figures(rng: np.random.Generator, k: int) -> dict:
+    """f on a fine grid around mild targets, and D^AD(phi o f) at the points, phi = softplus."""
+    phi = "softplus"
+    tg = mild_targets(k, rng)
+    net = build_construction(tg.xs, tg.values, tg.grads, phi).to_sequential()
+    lo, hi = float(tg.xs[0]) - 0.25, float(tg.xs[-1]) + 0.25
+    grid = np.union1d(np.arange(lo, hi, 1 / 512, dtype=np.float64).astype(np.float32), tg.xs)
+    fy, _ = torch_values_and_grads(net, grid, phi)
+    yk, dk = torch_values_and_grads(net, tg.xs, phi)
+    fig1, ax1 = new_figure("Represented function f (float32 ReLU net)", "x", "f(x)")
+    ax1.plot(grid, fy, lw=0.8, label="f on a 1/512 grid")
+    ax1.plot(tg.xs, tg.values, "o", mfc="none", ms=8, label="targets g_k")
+    ax1.plot(tg.xs, yk, "k.", label="f(x_k)")
+    ax1.legend(fontsize=8)
+    fig2, ax2 = new_figure("AD gradient of softplus(f) at the points", "x", "D^AD(phi o f)(x_k)")
+    ax2.plot(tg.xs, tg.grads, "o", mfc="none", ms=8, label="targets h_k")
+    ax2.plot(tg.xs, dk, "kx", label="torch autograd")
+    ax2.axhline(0, color="0.7", lw=0.5)
+    ax2.legend(fontsize=8)
+    return {"represented_function": fig1, "represented_gradient": fig2}
+
+
+# --------------------------------------------------------------------------------------- order control
+@dataclass(frozen=True)
+class OrderConfig:
+    k: int = 400  # brief Acceptance 3 (same setting as Acceptance 2)
+    phi: str = "identity"
+    delta_log2: int = -6
+    n_random_orders: int = 2  # random permutations of every layer's summation order
+
+    def __post_init__(self) -> None:
+        if self.k < 5:
+            raise ValueError(f"k must be >= 5, got {self.k}")
+        _check_phis((self.phi,))
+        if self.n_random_orders < 0:
+            raise ValueError("n_random_orders must be >= 0")
+
+
+@experiment(
+    "fp_gradients.order_control",
+    claim=(
+        "The fixed-order construction is exact only for left-to-right sums (reordering the output sum or "
+        "torch's BLAS breaks values), while the order-robust construction is exact in every order."
+    ),
+    presets={"quick": OrderConfig(), "full": OrderConfig(k=1000, n_random_orders=4)},
+)
+def order_control(cfg: OrderConfig, rng: np.random.Generator) -> Outcome:
+    tg_rng, order_rng = spawn(rng, 2)
+    tg = random_targets(cfg.k, tg_rng, cfg.phi, delta_log2=cfg.delta_log2)
+    fixed = construct_fixed_order(tg.xs, tg.values, tg.grads, cfg.phi, 2.0**cfg.delta_log2)
+    ours = layers_from_sequential(build_construction(tg.xs, tg.values, tg.grads, cfg.phi).to_sequential())
+    rows = []
+
+    def evaluate(  # type: ignore[no-untyped-def]
+        name: str, layers, orders=None, use_torch=False
+    ) -> tuple[int, int]:
+        if use_torch:
+            y, d = torch_values_and_grads(layers_to_sequential(layers), tg.xs, cfg.phi)
+        else:
+            y, d = reference_values_and_grads(layers, tg.xs, cfg.phi, mode="sparse", orders=orders)
+        vm, gm = count_mismatches(y, tg.values), count_mismatches(d, tg.grads)
+        rows.append(
+            {"network": name.split(":")[0], "order": name.split(":")[1], "value_mm": vm, "grad_mm": gm}
+        )
+        return vm, gm
+
+    fixed_ltr = evaluate("fixed-order:left-to-right", fixed)
+    fixed_vf = evaluate("fixed-order:value terms first", fixed, output_value_first_orders(fixed))
+    fixed_torch = evaluate("fixed-order:torch nn.Linear", fixed, use_torch=True)
+    ours_counts = [
+        evaluate("ours:left-to-right", ours),
+        evaluate("ours:reversed", ours, [np.arange(layer.weight.shape[1])[::-1] for layer in ours]),
+        evaluate("ours:torch nn.Linear", ours, use_torch=True),
+    ]
+    for i in range(cfg.n_random_orders):
+        perms = [order_rng.permutation(layer.weight.shape[1]) for layer in ours]
+        ours_counts.append(evaluate(f"ours:random permutation {i}", ours, perms))
+    ours_total = sum(v + g for v, g in ours_counts)
+    metrics = {
+        "fixed_ltr_mismatches": float(sum(fixed_ltr)),
+        "fixed_value_first_value_mismatches": float(fixed_vf[0]),
+        "fixed_torch_value_mismatches": float(fixed_torch[0]),
+        "fixed_torch_grad_mismatches": float(fixed_torch[1]),
+        "ours_all_orders_mismatches": float(ours_total),
+    }
+    checks = [
+        Check("fixed_order_exact_left_to_right", sum(fixed_ltr), "== 0", paper="exact (fixed order)"),
+        Check("fixed_order_value_first_value_mismatches", fixed_vf[0], "> 0", paper="order matters"),
+        Check("ours_mismatches_all_orders_and_torch", ours_total, "== 0", paper="n/a (our construction)"),
+    ]
+    return Outcome(metrics=metrics, checks=checks, tables={"orders": rows})
+
+
+# ------------------------------------------------------------------------------------------ size vs K
+@dataclass(frozen=True)
+class SizeConfig:
+    ks: tuple[int, ...] = (10, 20, 40, 100, 200)
+    phi: str = "identity"
+
+    def __post_init__(self) -> None:
+        if len(self.ks) < 2 or min(self.ks) < 5:
+            raise ValueError("ks needs >= 2 sizes, each >= 5")
+        _check_phis((self.phi,))
+
+
+@experiment(
+    "fp_gradients.size_vs_k",
+    claim=(
+        "The network has 3K, 2K, ..., 2K hidden units: dense parameters grow as K^2 times "
+        "(chain layers + 2), "
+        "and it verifies exactly at every size."
+    ),
+    presets={"quick": SizeConfig(), "full": SizeConfig(ks=(10, 20, 40, 100, 200, 400, 1000))},
+)
+def size_vs_k(cfg: SizeConfig, rng: np.random.Generator) -> Outcome:
+    rows: list[dict[str, Any]] = []
+    mism = 0
+    formula_err = 0
+    streams = spawn(rng, 2 * len(cfg.ks))
+    timings = {}
+    for i, k in enumerate(cfg.ks):
+        for kind, tg in (
+            ("mild", mild_targets(k, streams[2 * i])),
+            ("extreme", random_targets(k, streams[2 * i + 1], cfg.phi)),
+        ):
+            t0 = time.perf_counter()
+            con = build_construction(tg.xs, tg.values, tg.grads, cfg.phi)
+            net = con.to_sequential()
+            t1 = time.perf_counter()
+            ver = verify(net, tg.xs, tg.values, tg.grads, cfg.phi)
+            t2 = time.perf_counter()
+            n = con.n_chain
+            formula = (3 * k + 3 * k) + (2 * k * 3 * k + 2 * k) + (n + 1) * (4 * k * k + 2 * k) + (2 * k + 1)
+            n_torch = sum(p.numel() for p in net.parameters())
+            formula_err += abs(formula - n_torch)
+            mism += ver.total
+            rows.append(
+                {
+                    "targets": kind,
+                    "K": k,
+                    "chain_layers": n,
+                    "depth": con.depth,
+                    "params": n_torch,
+                    "formula": formula,
+                    "mismatches": ver.total,
+                }
+            )
+            timings[f"{kind}_K{k}_construct_s"] = t1 - t0
+            timings[f"{kind}_K{k}_verify_s"] = t2 - t1
+    fig, ax = new_figure(
+        "Parameters of the dense network against K", "K (points)", "parameters", logx=True, logy=True
+    )
+    slopes = {}
+    for kind, marker in (("mild", "o-"), ("extreme", "s-")):
+        ks = np.array([r["K"] for r in rows if r["targets"] == kind], dtype=float)
+        ps = np.array([r["params"] for r in rows if r["targets"] == kind], dtype=float)
+        ax.plot(ks, ps, marker, label=f"{kind} targets")
+        slopes[kind] = float(np.polyfit(np.log(ks), np.log(ps), 1)[0])
+    ax.legend(fontsize=8)
+    metrics = {
+        "slope_mild": slopes["mild"],
+        "slope_extreme": slopes["extreme"],
+        "mismatches": float(mism),
+        "max_chain_layers": float(max(int(r["chain_layers"]) for r in rows)),
+    }
+    checks = [
+        Check("mismatches_all_sizes", mism, "== 0", paper="0 (exact)"),
+        Check("param_count_matches_formula", formula_err, "== 0"),
+        Check("loglog_slope_mild", slopes["mild"], "in [1.7, 2.1]", paper="n/a (dense widths O(K))"),
+    ]
+    return Outcome(
+        metrics=metrics, checks=checks, figures={"params_vs_k": fig}, tables={"sizes": rows}, timings=timings
+    )
+
+
+# ----------------------------------------------------------------------------------------- the solver
+@dataclass(frozen=True)
+class SolverConfig:
+    n_pairs: int = 3000  # brief Acceptance 4 asks for 10,000 (full preset, and a test)
+
+    def __post_init__(self) -> None:
+        if self.n_pairs < 1:
+            raise ValueError(f"n_pairs must be >= 1, got {self.n_pairs}")
+
+
+def random_normal_floats(n: int, rng: np.random.Generator) -> np.ndarray:
+    """Random normal-range float32 numbers: sign, exponent uniform in [-126, 127], mantissa uniform."""
+    e = rng.integers(-126, 128, size=n)
+    m = rng.integers(0, 2**23, size=n)
+    return (rng.choice([-1.0, 1.0], size=n) * np.ldexp(1.0 + m / 2**23, e)).astype(np.float32)
+
+
+@experiment(
+    "fp_gradients.scaling_solver",
+    claim=(
+        "fl(fl(rho z) a) == T is solvable for every random normal-range (rho, T) pair, while a single "
+        "rounding fl(rho z) == T misses a sizeable fraction of targets."
+    ),
+    presets={"quick": SolverConfig(), "full": SolverConfig(n_pairs=20000)},
+)
+def scaling_solver(cfg: SolverConfig, rng: np.random.Generator) -> Outcome:
+    rho, target = random_normal_floats(cfg.n_pairs, rng), random_normal_floats(cfg.n_pairs, rng)
+    fails = single_fails = 0
+    t0 = time.perf_counter()
+    for r, t in zip(rho.tolist(), target.tolist(), strict=True):
+        try:
+            sol = solve_scaling(r, t)
+            ok = np.float32(np.float32(r) * np.float32(sol.z)) * np.float32(sol.a) == np.float32(t)
+            fails += 0 if ok else 1
+        except ValueError:
+            fails += 1
+    t1 = time.perf_counter()
+    for r, t in zip(rho.tolist(), target.tolist(), strict=True):
+        single_fails += solve_single_scaling(r, t) is None
+    frac_single = single_fails / cfg.n_pairs
+    return Outcome(
+        metrics={"two_step_failures": float(fails), "single_step_failure_fraction": frac_single},
+        checks=[
+            Check("two_step_failures", fails, "== 0", paper="0 of 20,000 (brief prototype)"),
+            Check("single_step_failure_fraction", frac_single, "> 0.05", paper="some floats skipped"),
+        ],
+        timings={"solve_s": t1 - t0, "per_pair_ms": 1000 * (t1 - t0) / cfg.n_pairs},
+    )
