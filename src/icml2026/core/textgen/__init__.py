@@ -1,0 +1,55 @@
+"""A shared interface to language models: sample completions, score continuations.
+
+Two backends implement the :class:`TextModel` protocol:
+
+- :class:`HFLocalBackend`: a Hugging Face ``transformers`` causal LM loaded from a local folder
+  (``from_pretrained(path)``, never from a hub) or built from a config; batched, on CPU or GPU.
+- :class:`OpenAICompatBackend`: any OpenAI-compatible HTTP server (vLLM's ``/v1/completions``), with a
+  total per-attempt timeout, bounded retries with exponential backoff, and the API key read from an
+  environment variable whose *name* is a parameter (the key itself is never stored, logged or returned).
+
+``serve_text_model`` puts any local model behind a loopback OpenAI-compatible server, so the HTTP path
+can be exercised offline. :func:`train_tiny_lm` trains a tiny GPT-2 or Llama model from scratch on a
+synthetic corpus so that tests
+and demos have real models without downloading anything. ``transformers`` is imported lazily, only inside
+the local backend and the trainer, so importing this package stays light.
+"""
+
+from .http import (
+    BackendHTTPError,
+    BackendResponseError,
+    BackendTimeoutError,
+    OpenAICompatBackend,
+    TextBackendError,
+)
+from .local import HFLocalBackend, HFTokenizerAdapter
+from .protocol import TextModel, TokenizerLike, VocabTokenizer
+from .stub import serve_text_model
+from .train import (
+    TinyLMConfig,
+    TrainConfig,
+    TrainResult,
+    build_tiny_causal_lm,
+    train_causal_lm,
+    train_tiny_lm,
+)
+
+__all__ = [
+    "BackendHTTPError",
+    "BackendResponseError",
+    "BackendTimeoutError",
+    "HFLocalBackend",
+    "HFTokenizerAdapter",
+    "OpenAICompatBackend",
+    "TextBackendError",
+    "TextModel",
+    "TinyLMConfig",
+    "TokenizerLike",
+    "TrainConfig",
+    "TrainResult",
+    "VocabTokenizer",
+    "build_tiny_causal_lm",
+    "serve_text_model",
+    "train_causal_lm",
+    "train_tiny_lm",
+]

@@ -1,0 +1,298 @@
+"""A ``transformers`` causal LM behind the :class:`TextModel` protocol (local weights only, CPU or GPU)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..rng import torch_generator
+from .protocol import TokenizerLike, VocabTokenizer, check_sample_args, check_score_args, cut_at_stop
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+__all__ = ["HFLocalBackend", "HFTokenizerAdapter"]
+
+
+class HFTokenizerAdapter:
+    """A ``transformers`` tokenizer seen through :class:`TokenizerLike` (no special tokens in ``encode``)."""
+
+    def __init__(self, tokenizer: Any, add_bos: bool | None = None) -> None:
+        self.tokenizer = tokenizer
+        bos = tokenizer.bos_token_id
+        self.bos_id = bos if (add_bos if add_bos is not None else bos is not None) else None
+        self.eos_id = tokenizer.eos_token_id
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.pad_id = int(pad) if pad is not None else 0
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.tokenizer)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return str(self.tokenizer.decode(list(ids), skip_special_tokens=True))
+
+    def encode_with_offsets(self, text: str) -> tuple[list[int], list[int]]:
+        """Token ids and start offsets (needs a fast tokenizer with offset mapping)."""
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        return list(enc["input_ids"]), [int(a) for a, _ in enc["offset_mapping"]]
+
+
+class HFLocalBackend:
+    """Sample from and score with a local causal LM (any ``transformers`` ``*ForCausalLM``).
+
+    Parameters
+    ----------
+    model : a ``transformers`` causal LM (moved to ``device`` and put in eval mode).
+    tokenizer : a :class:`TokenizerLike` (``VocabTokenizer`` for tiny models, ``HFTokenizerAdapter`` for real
+        ones). Its ``bos_id``, when not None, is put before every prompt.
+    device : ``"cpu"``, ``"cuda"``, ``"cuda:1"``... (default: CPU).
+    batch_size : sequences per forward pass.
+    name : label used in results.
+
+    Sampling draws every token on the CPU from a ``torch.Generator`` made from the caller's numpy
+    generator, so a fixed ``rng`` gives the same completions on any device (up to floating point).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: TokenizerLike,
+        *,
+        device: str | torch.device | None = None,
+        batch_size: int = 64,
+        name: str = "hf-local",
+    ) -> None:
+        import torch
+
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.device = torch.device(device if device is not None else "cpu")
+        self.model = model.to(self.device).eval()
+        self.tokenizer = tokenizer
+        self.batch_size = int(batch_size)
+        self._name = name
+        params = inspect.signature(self.model.forward).parameters
+        # transformers 5 renamed ``past_key_values`` to ``cache`` (input and output); support both.
+        self._cache_kw = "cache" if "cache" in params else "past_key_values"
+        cfg = self.model.config
+        self.max_positions = getattr(cfg, "n_positions", None) or getattr(
+            cfg, "max_position_embeddings", None
+        )
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"HFLocalBackend(name={self._name!r}, model={type(self.model).__name__}, device={self.device})"
+
+    # ----------------------------------------------------------------------------------------------- io
+    @classmethod
+    def from_pretrained(
+        cls,
+        path: str | Path,
+        *,
+        device: str | None = None,
+        dtype: Any = None,
+        batch_size: int = 64,
+        name: str | None = None,
+    ) -> HFLocalBackend:
+        """Load model and tokenizer from a local folder (``save_pretrained`` output); never downloads.
+
+        A folder holding ``vocab_tokenizer.json`` uses :class:`VocabTokenizer`; any other uses
+        ``AutoTokenizer`` with ``local_files_only=True``.
+        """
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        folder = Path(path)
+        if not folder.is_dir():
+            raise FileNotFoundError(
+                f"model folder {str(folder)!r} does not exist (only local paths are loaded)"
+            )
+        kwargs: dict[str, Any] = {"local_files_only": True}
+        if dtype is not None:
+            kwargs["dtype"] = dtype
+        model = AutoModelForCausalLM.from_pretrained(folder, **kwargs)
+        tok: TokenizerLike
+        if (folder / VocabTokenizer.FILE_NAME).exists():
+            tok = VocabTokenizer.load(folder)
+        else:
+            tok = HFTokenizerAdapter(AutoTokenizer.from_pretrained(folder, local_files_only=True))
+        return cls(model, tok, device=device, batch_size=batch_size, name=name or folder.name)
+
+    def save_pretrained(self, path: str | Path) -> None:
+        """Write model weights, config and (vocabulary or HF) tokenizer into ``path``."""
+        folder = Path(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(folder)
+        if isinstance(self.tokenizer, VocabTokenizer):
+            self.tokenizer.save(folder)
+        elif isinstance(self.tokenizer, HFTokenizerAdapter):
+            self.tokenizer.tokenizer.save_pretrained(folder)
+        else:
+            raise TypeError(f"cannot save tokenizer of type {type(self.tokenizer).__name__}")
+
+    # --------------------------------------------------------------------------------------------- core
+    def _prompt_ids(self, prompt: str) -> list[int]:
+        ids = ([self.tokenizer.bos_id] if self.tokenizer.bos_id is not None else []) + self.tokenizer.encode(
+            prompt
+        )
+        if not ids:
+            raise ValueError("an empty prompt needs a tokenizer with a BOS token")
+        return ids
+
+    def _check_length(self, length: int) -> None:
+        if self.max_positions is not None and length > self.max_positions:
+            raise ValueError(
+                f"sequence of {length} tokens exceeds the model's {self.max_positions} positions"
+            )
+
+    def _forward(self, ids: torch.Tensor, mask: torch.Tensor, pos: torch.Tensor, cache: Any = None) -> Any:
+        kwargs = {self._cache_kw: cache} if cache is not None else {}
+        return self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, **kwargs)
+
+    def sample(
+        self,
+        prompts: Sequence[str],
+        *,
+        n: int = 1,
+        temperature: float = 1.0,
+        max_new_tokens: int = 32,
+        stop: Sequence[str] = (),
+        rng: np.random.Generator,
+    ) -> list[list[str]]:
+        """``n`` completions per prompt (ancestral sampling at ``temperature``; 0 = greedy), batched.
+
+        Generation of a sequence ends at EOS, at a stop string (cut off from the returned text) or after
+        ``max_new_tokens`` tokens. Returns ``out[i][j]``, completion ``j`` of prompt ``i``.
+        """
+        prompts = check_sample_args(prompts, n, temperature, max_new_tokens, stop)
+        gen = torch_generator(rng)
+        flat = [self._prompt_ids(p) for p in prompts for _ in range(n)]
+        texts: list[str] = []
+        for start in range(0, len(flat), self.batch_size):
+            texts.extend(
+                self._generate(flat[start : start + self.batch_size], temperature, max_new_tokens, stop, gen)
+            )
+        return [texts[i * n : (i + 1) * n] for i in range(len(prompts))]
+
+    def _generate(
+        self,
+        batch: list[list[int]],
+        temperature: float,
+        max_new_tokens: int,
+        stop: Sequence[str],
+        gen: torch.Generator,
+    ) -> list[str]:
+        import torch
+
+        width = max(len(x) for x in batch)
+        self._check_length(width + max_new_tokens)
+        pad = self.tokenizer.pad_id
+        # Left padding, with position ids counted over real tokens only, keeps each row's logits equal to
+        # those of the prompt alone.
+        ids = torch.tensor(
+            [[pad] * (width - len(x)) + x for x in batch], dtype=torch.long, device=self.device
+        )
+        mask = torch.tensor(
+            [[0] * (width - len(x)) + [1] * len(x) for x in batch], dtype=torch.long, device=self.device
+        )
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        out_ids: list[list[int]] = [[] for _ in batch]
+        done = [False] * len(batch)
+        eos = self.tokenizer.eos_id
+        with torch.no_grad():
+            out = self._forward(ids, mask, pos)
+            for _ in range(max_new_tokens):
+                logits = out.logits[:, -1, :].float().cpu()
+                if temperature == 0:
+                    nxt = logits.argmax(-1)
+                else:
+                    probs = torch.softmax(logits / temperature, dim=-1)
+                    nxt = torch.multinomial(probs, 1, generator=gen).squeeze(1)
+                for b, t in enumerate(nxt.tolist()):
+                    if done[b]:
+                        continue
+                    if eos is not None and t == eos:
+                        done[b] = True
+                        continue
+                    out_ids[b].append(t)
+                    if stop and cut_at_stop(self.tokenizer.decode(out_ids[b]), stop)[1]:
+                        done[b] = True
+                if all(done):
+                    break
+                mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+                pos = pos[:, -1:] + 1
+                cache = getattr(out, self._cache_kw)
+                out = self._forward(nxt.view(-1, 1).to(self.device), mask, pos, cache)
+        return [cut_at_stop(self.tokenizer.decode(x), stop)[0] for x in out_ids]
+
+    def token_logprobs(self, text: str) -> tuple[list[int], list[float | None], list[int]]:
+        """Per-token view of ``text``: ids, log-probs (None for the first token when there is no BOS) and
+        character offsets; what an OpenAI-compatible server returns for ``echo=True, logprobs=k``."""
+        import torch
+
+        encode = getattr(self.tokenizer, "encode_with_offsets", None)
+        if encode is None:
+            raise TypeError(f"tokenizer {type(self.tokenizer).__name__} cannot report character offsets")
+        ids, offsets = encode(text)
+        bos = [self.tokenizer.bos_id] if self.tokenizer.bos_id is not None else []
+        seq = bos + ids
+        if not seq:
+            return [], [], []
+        self._check_length(len(seq))
+        with torch.no_grad():
+            t = torch.tensor([seq], device=self.device)
+            logits = self.model(input_ids=t, use_cache=False).logits.float()
+            lp = torch.log_softmax(logits[0, :-1], -1).gather(-1, t[0, 1:, None]).squeeze(-1).cpu().tolist()
+        vals: list[float | None] = [float(v) for v in lp]
+        if not bos:
+            vals = [None, *vals]
+        return ids, vals, offsets
+
+    def score(self, prompts: Sequence[str], continuations: Sequence[str]) -> np.ndarray:
+        """log p(continuation | prompt), summed over the continuation's tokens; shape ``(len(prompts),)``.
+
+        Prompt and continuation are tokenized separately and concatenated (the convention of
+        likelihood-based evaluation harnesses). An empty continuation scores 0.
+        """
+        import torch
+
+        prompts, continuations = check_score_args(prompts, continuations)
+        pairs = [
+            (self._prompt_ids(p), self.tokenizer.encode(c))
+            for p, c in zip(prompts, continuations, strict=True)
+        ]
+        order = np.argsort([len(p) + len(c) for p, c in pairs], kind="stable")
+        result = np.zeros(len(pairs), dtype=np.float64)
+        with torch.no_grad():
+            for start in range(0, len(order), self.batch_size):
+                idx = [int(i) for i in order[start : start + self.batch_size]]
+                seqs = [pairs[i][0] + pairs[i][1] for i in idx]
+                width = max(len(s) for s in seqs)
+                self._check_length(width)
+                pad = self.tokenizer.pad_id
+                ids = torch.tensor(
+                    [s + [pad] * (width - len(s)) for s in seqs], dtype=torch.long, device=self.device
+                )
+                mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in seqs], device=self.device)
+                pos = (mask.cumsum(-1) - 1).clamp(min=0)
+                logits = self.model(
+                    input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=False
+                ).logits.float()
+                logp = (
+                    torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, ids[:, 1:, None]).squeeze(-1).cpu()
+                )
+                for row, i in enumerate(idx):
+                    n_prompt, n_cont = len(pairs[i][0]), len(pairs[i][1])
+                    # token t of the sequence is predicted at position t - 1
+                    result[i] = float(logp[row, n_prompt - 1 : n_prompt - 1 + n_cont].double().sum())
+        return result

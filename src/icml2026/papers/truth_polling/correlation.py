@@ -1,0 +1,200 @@
+"""Error-correlation statistics (brief Sec. 4): phi, kappa, agreement-when-both-wrong, AUROC, ECE, MI."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "BothWrong",
+    "SocialVsTruth",
+    "agreement_when_both_wrong",
+    "auroc",
+    "bootstrap_ci",
+    "cohen_kappa",
+    "error_overlap",
+    "expected_calibration_error",
+    "mutual_information",
+    "permutation_pvalue_mi",
+    "phi_matrix",
+    "social_vs_truth",
+]
+
+
+def phi_matrix(correct: np.ndarray) -> np.ndarray:
+    """Pairwise phi coefficient of correctness (m, m) from correct[m, q] booleans (NaN for constant rows)."""
+    x = np.asarray(correct, dtype=float)
+    xc = x - x.mean(axis=1, keepdims=True)
+    sd = np.sqrt((xc**2).mean(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (xc @ xc.T / x.shape[1]) / np.outer(sd, sd)
+
+
+def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
+    """Cohen's kappa of two raters' labels: (p_o - p_e) / (1 - p_e), p_e from the two marginals."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.ndim != 1 or a.size == 0:
+        raise ValueError("cohen_kappa needs two non-empty label vectors of equal length")
+    labels = np.union1d(a, b)
+    pa = np.array([np.mean(a == v) for v in labels])
+    pb = np.array([np.mean(b == v) for v in labels])
+    po, pe = float(np.mean(a == b)), float(pa @ pb)
+    return 1.0 if pe == 1 else (po - pe) / (1 - pe)
+
+
+@dataclass
+class BothWrong:
+    """Agreement of two models on the questions where both are wrong."""
+
+    rate: float  # P(a_m = a_m' | both wrong)
+    baseline: float  # the same under independent errors with each model's marginal wrong-answer distribution
+    n_both_wrong: int
+
+    @property
+    def ratio(self) -> float:
+        return self.rate / self.baseline if self.baseline > 0 else float("nan")
+
+
+def agreement_when_both_wrong(a: np.ndarray, b: np.ndarray, gold: np.ndarray, n_vocab: int) -> BothWrong:
+    """P(a = b | a != gold, b != gold) and its independence baseline (brief Sec. 4).
+
+    a, b, gold : (q,) integer codes in [0, V) (answers of -1 count as wrong but never agree).
+    The baseline for question q is sum_{w != g_q} p_a(w) p_b(w) / ((1 - p_a(g_q)) (1 - p_b(g_q))), where
+    p_m is model m's marginal answer distribution over all questions, averaged over the both-wrong questions;
+    for uniform marginals over A options it equals 1 / (A - 1).
+    """
+    a, b, gold = (np.asarray(x) for x in (a, b, gold))
+    both = (a != gold) & (b != gold)
+    if not both.any():
+        return BothWrong(float("nan"), float("nan"), 0)
+    pa = np.bincount(a[a >= 0], minlength=n_vocab) / max(1, int((a >= 0).sum()))
+    pb = np.bincount(b[b >= 0], minlength=n_vocab) / max(1, int((b >= 0).sum()))
+    g = gold[both]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        base = (float(pa @ pb) - pa[g] * pb[g]) / ((1 - pa[g]) * (1 - pb[g]))
+    rate = float(np.mean((a[both] == b[both]) & (a[both] >= 0)))
+    return BothWrong(rate, float(np.nanmean(base)), int(both.sum()))
+
+
+def error_overlap(correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(m, m) P(m' wrong | m wrong) [row m, column m'] and (m,) P(m' wrong), from correct[m, q]."""
+    wrong = ~np.asarray(correct, dtype=bool)
+    n_wrong = wrong.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cond = (wrong.astype(float) @ wrong.T.astype(float)) / n_wrong[:, None]
+    return cond, wrong.mean(axis=1)
+
+
+def auroc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """Area under the ROC curve (Mann-Whitney U with mid-ranks for ties); NaN if one class is empty."""
+    s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=bool)
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    order = np.argsort(s, kind="mergesort")
+    ranks = np.empty(len(s))
+    sorted_s = s[order]
+    i = 0
+    while i < len(s):
+        j = i
+        while j + 1 < len(s) and sorted_s[j + 1] == sorted_s[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def expected_calibration_error(conf: np.ndarray, correct: np.ndarray, n_bins: int = 10) -> float:
+    """ECE with equal-width bins on [0, 1]: sum_b (n_b / n) |acc_b - conf_b|."""
+    c, y = np.asarray(conf, dtype=float).ravel(), np.asarray(correct, dtype=float).ravel()
+    bins = np.minimum((c * n_bins).astype(int), n_bins - 1)
+    ece = 0.0
+    for b in range(n_bins):
+        sel = bins == b
+        if sel.any():
+            ece += sel.mean() * abs(y[sel].mean() - c[sel].mean())
+    return float(ece)
+
+
+def mutual_information(x: np.ndarray, y: np.ndarray) -> float:
+    """Plug-in mutual information (nats) of two discrete label vectors."""
+    x, y = np.asarray(x), np.asarray(y)
+    _, xi = np.unique(x, return_inverse=True)
+    _, yi = np.unique(y, return_inverse=True)
+    joint = np.zeros((xi.max() + 1, yi.max() + 1))
+    np.add.at(joint, (xi, yi), 1.0)
+    joint /= joint.sum()
+    px, py = joint.sum(1, keepdims=True), joint.sum(0, keepdims=True)
+    nz = joint > 0
+    return float(np.sum(joint[nz] * np.log(joint[nz] / (px @ py)[nz])))
+
+
+def permutation_pvalue_mi(x: np.ndarray, y: np.ndarray, rng: np.random.Generator, n_perm: int = 200) -> float:
+    """P-value of MI(x, y) against shuffling y across prompts (keeps both marginals), (1 + #>=) / (1 + n)."""
+    obs = mutual_information(x, y)
+    hits = sum(mutual_information(x, rng.permutation(y)) >= obs - 1e-12 for _ in range(n_perm))
+    return (1 + hits) / (1 + n_perm)
+
+
+def bootstrap_ci(
+    values: np.ndarray,
+    rng: np.random.Generator,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    stat: Callable[[np.ndarray], float] = np.mean,
+) -> tuple[float, float, float]:
+    """(estimate, low, high): percentile bootstrap over the first axis."""
+    v = np.asarray(values)
+    if len(v) == 0:
+        return float("nan"), float("nan"), float("nan")
+    idx = rng.integers(0, len(v), size=(n_boot, len(v)))
+    boots = np.array([stat(v[i]) for i in idx])
+    lo, hi = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
+    return float(stat(v)), float(lo), float(hi)
+
+
+@dataclass
+class SocialVsTruth:
+    """Accuracy of models at predicting the others' plurality vs the truth, on uncertain questions (C2)."""
+
+    social: tuple[float, float, float]  # (estimate, low, high)
+    truth: tuple[float, float, float]
+    n_items: int  # (model, question) pairs above the entropy threshold
+
+
+def social_vs_truth(
+    probs: np.ndarray,
+    samples: np.ndarray,
+    gold: np.ndarray,
+    rng: np.random.Generator,
+    entropy_threshold: float = 0.5,
+    n_boot: int = 1000,
+) -> SocialVsTruth:
+    """C2 harness (brief Sec. 4).
+
+    probs : (m, q, V) each model's answer distribution; its prediction (of the truth and of the crowd) is
+        the modal answer.
+    samples : (m, s, q) sampled answer codes; the *others' plurality* for model m pools the samples of every
+        other model (ties broken with ``rng``).
+    entropy_threshold : keep (m, q) whose own answer distribution has entropy > threshold * ln V.
+    Bootstrap CIs resample (model, question) pairs.
+    """
+    from .aggregate import vote_counts
+
+    n_m, n_q, n_v = probs.shape
+    pred = probs.argmax(axis=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ent = -np.nansum(np.where(probs > 0, probs * np.log(probs), 0.0), axis=2)
+    social_hits, truth_hits = [], []
+    for m in range(n_m):
+        others = np.delete(samples, m, axis=0)
+        counts = vote_counts(others, n_v)
+        keys = np.where(counts == counts.max(axis=1, keepdims=True), rng.random(counts.shape), -1.0)
+        plural = keys.argmax(axis=1)
+        keep = ent[m] > entropy_threshold * np.log(n_v)
+        social_hits.append(pred[m][keep] == plural[keep])
+        truth_hits.append(pred[m][keep] == gold[keep])
+    s, t = np.concatenate(social_hits).astype(float), np.concatenate(truth_hits).astype(float)
+    return SocialVsTruth(bootstrap_ci(s, rng, n_boot), bootstrap_ci(t, rng, n_boot), len(s))
