@@ -7,11 +7,17 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 TORCH_PIN := torch==2.13.0
 
-.PHONY: install demo test test-slow bench report lint clean
+.PHONY: install system-deps demo test test-slow bench report lint clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+# System packages the tests need: iverilog simulates the circuits exported by dwc.
+system-deps:
+	@command -v iverilog >/dev/null || { echo "installing iverilog (Verilog simulator for dwc)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq iverilog >/dev/null; }
+
+$(STAMP): pyproject.toml | system-deps
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet $(TORCH_PIN)
 	$(PY) -m pip install --quiet -e '.[all,dev]'
@@ -19,14 +25,14 @@ $(STAMP): pyproject.toml
 
 # Every registered experiment's quick preset, then reports/index.md. Exits non-zero if a check failed,
 # after writing the report so that the failure is visible in it.
-demo: $(STAMP)
+demo: system-deps $(STAMP)
 	status=0; $(PY) -m icml2026 run --all --preset quick --out runs || status=$$?; \
 	$(PY) -m icml2026 report --runs runs --out reports && exit $$status
 
-test: $(STAMP)
+test: system-deps $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider
 
-test-slow: $(STAMP)
+test-slow: system-deps $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -m slow
 
 bench: $(STAMP)

@@ -1,0 +1,120 @@
+"""Baseline actors: the FP32 SAC MLP actor (CleanRL), and the DWC actor that wraps :class:`DWCPolicy`.
+
+Both expose the same interface to :mod:`.sac`: ``normalizer``, ``dist_params(obs) -> (mean_pre_tanh,
+log_std)``, ``deterministic(obs) -> action`` (numpy), ``action_scale``/``action_bias`` and
+``after_step()`` (called after every optimiser step).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from .encoding import ObsNormalizer
+from .policy import DWCPolicy
+
+__all__ = ["LOG_STD_MIN", "LOG_STD_MAX", "MLPActor", "DWCActor", "squash_log_std"]
+
+LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0  # CleanRL sac_continuous_action
+
+
+def squash_log_std(raw: torch.Tensor) -> torch.Tensor:
+    """``tanh`` squash of a raw log-std into [LOG_STD_MIN, LOG_STD_MAX]."""
+    return LOG_STD_MIN + 0.5 * (LOG_STD_MAX - LOG_STD_MIN) * (torch.tanh(raw) + 1.0)
+
+
+def _check_obs(obs: np.ndarray | torch.Tensor, obs_dim: int) -> torch.Tensor:
+    x = torch.as_tensor(np.asarray(obs, dtype=np.float64))
+    if x.ndim not in (1, 2) or x.shape[-1] != obs_dim:
+        raise ValueError(f"observation must have shape ({obs_dim},) or (batch, {obs_dim}), got {tuple(x.shape)}")
+    if not torch.isfinite(x).all():
+        raise ValueError("observation contains NaN or inf")
+    return x.reshape(-1, obs_dim)
+
+
+class MLPActor(nn.Module):
+    """FP32 SAC actor: normalised obs -> 256 -> 256 (ReLU) -> mean and log-std heads (CleanRL)."""
+
+    action_scale: torch.Tensor
+    action_bias: torch.Tensor
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: int = 256, action_scale: np.ndarray | float = 1.0,
+                 action_bias: np.ndarray | float = 0.0, generator: torch.Generator | None = None) -> None:
+        super().__init__()
+        self.obs_dim, self.act_dim = obs_dim, act_dim
+        self.normalizer = ObsNormalizer(obs_dim)
+        self.fc1, self.fc2 = nn.Linear(obs_dim, hidden), nn.Linear(hidden, hidden)
+        self.fc_mean, self.fc_logstd = nn.Linear(hidden, act_dim), nn.Linear(hidden, act_dim)
+        _reinit(self, generator)
+        self.register_buffer("action_scale", torch.as_tensor(np.broadcast_to(action_scale, (act_dim,)).copy(),
+                                                             dtype=torch.float32))
+        self.register_buffer("action_bias", torch.as_tensor(np.broadcast_to(action_bias, (act_dim,)).copy(),
+                                                            dtype=torch.float32))
+
+    def dist_params(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Pre-tanh mean and log-std, each (batch, act_dim)."""
+        h = torch.relu(self.fc2(torch.relu(self.fc1(self.normalizer.normalize(obs).float()))))
+        return self.fc_mean(h), squash_log_std(self.fc_logstd(h))
+
+    @torch.no_grad()
+    def deterministic(self, obs: np.ndarray) -> np.ndarray:
+        """Deterministic action ``tanh(mean) * scale + bias`` (act_dim,) or (batch, act_dim)."""
+        x = _check_obs(obs, self.obs_dim)
+        a = torch.tanh(self.dist_params(x)[0]) * self.action_scale + self.action_bias
+        out = a.double().numpy()
+        return out[0] if np.ndim(obs) == 1 else out
+
+    def after_step(self) -> None:
+        """Nothing to do after an optimiser step."""
+
+
+class DWCActor(nn.Module):
+    """SAC actor whose mean head is a :class:`DWCPolicy`; log-std from a float side network (dropped at
+    inference): normalised obs -> 64 tanh -> act_dim, squashed to [-5, 2] (brief, Training)."""
+
+    def __init__(self, policy: DWCPolicy, side_hidden: int = 64, generator: torch.Generator | None = None) -> None:
+        super().__init__()
+        self.policy = policy
+        self.obs_dim, self.act_dim = policy.obs_dim, policy.act_dim
+        self.side = nn.Sequential(nn.Linear(policy.obs_dim, side_hidden), nn.Tanh(), nn.Linear(side_hidden,
+                                                                                                policy.act_dim))
+        _reinit(self.side, generator)
+
+    @property
+    def normalizer(self) -> ObsNormalizer:
+        return self.policy.normalizer
+
+    @property
+    def action_scale(self) -> torch.Tensor:
+        return self.policy.action_scale
+
+    @property
+    def action_bias(self) -> torch.Tensor:
+        return self.policy.action_bias
+
+    def dist_params(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Pre-tanh mean from the DWC, log-std from the side network, each (batch, act_dim)."""
+        z = self.policy.pre_tanh(obs)
+        return z, squash_log_std(self.side(self.normalizer.normalize(obs).float()))
+
+    def deterministic(self, obs: np.ndarray) -> np.ndarray:
+        """The DWC's integer inference path :meth:`DWCPolicy.act`."""
+        return self.policy.act(obs)
+
+    def after_step(self) -> None:
+        """Clamp the LUT tables to [-1, 1] and count the optimiser step."""
+        self.policy.clamp_tables_()
+        self.policy.mark_trained()
+
+
+@torch.no_grad()
+def _reinit(module: nn.Module, generator: torch.Generator | None) -> None:
+    """PyTorch's default Linear init (Kaiming-uniform bounds), drawn from ``generator``."""
+    if generator is None:
+        return
+    for m in module.modules():
+        if isinstance(m, nn.Linear):
+            bound = 1.0 / np.sqrt(m.in_features)
+            m.weight.copy_(torch.rand(m.weight.shape, generator=generator) * 2 * bound - bound)
+            m.bias.copy_(torch.rand(m.bias.shape, generator=generator) * 2 * bound - bound)

@@ -1,0 +1,288 @@
+"""Soft Actor-Critic (CleanRL ``sac_continuous_action`` variant, our implementation) with a DWC or MLP actor.
+
+One gymnasium env, uniform random actions for ``learning_starts`` steps, twin 256-256 ReLU critics with
+Polyak-averaged targets, delayed actor updates (every ``policy_frequency`` steps, ``policy_frequency``
+updates), automatic entropy tuning (target ``-act_dim``). Critics see the normalised observation.
+Checkpoints hold everything but the env's internal state and are loaded with ``weights_only=True``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from icml2026.core import torch_generator
+
+from .baselines import DWCActor, MLPActor, _reinit
+from .policy import DWCPolicy
+
+__all__ = ["SACConfig", "SACResult", "make_actor", "train_sac", "evaluate", "make_env"]
+
+Actor = MLPActor | DWCActor
+
+
+@dataclass(frozen=True)
+class SACConfig:
+    """SAC and actor hyper-parameters (paper values in comments)."""
+
+    env_id: str = "InvertedPendulum-v4"
+    actor: str = "dwc"                  # "dwc" or "mlp" (the FP32 baseline)
+    total_steps: int = 30_000           # paper: 1M (MuJoCo locomotion)
+    learning_starts: int = 5_000        # paper: 5000
+    batch_size: int = 256               # paper: 256
+    buffer_size: int = 1_000_000        # paper: 1e6
+    gamma: float = 0.99
+    polyak: float = 0.005
+    policy_lr: float = 3e-4             # Adam eps 1e-5
+    q_lr: float = 1e-3
+    policy_frequency: int = 2           # paper: 2 (2 updates each time)
+    critic_hidden: int = 256
+    mlp_hidden: int = 256
+    n_luts: int = 256                   # paper: 1024 per layer
+    n_layers: int = 2
+    bits: int = 63                      # paper: 63
+    lut_inputs: int = 6                 # paper: 6
+    mapping: str = "learnable"
+    eval_episodes: int = 20             # paper: 1000 deterministic episodes
+    checkpoint_every: int = 5_000
+    log_last_obs: int = 2_000           # on-policy observations kept for circuit verification
+
+    def __post_init__(self) -> None:
+        if self.actor not in ("dwc", "mlp"):
+            raise ValueError(f"actor must be 'dwc' or 'mlp', got {self.actor!r}")
+        for name in ("total_steps", "batch_size", "buffer_size", "policy_frequency", "eval_episodes",
+                     "checkpoint_every", "n_luts", "n_layers", "lut_inputs", "critic_hidden", "mlp_hidden"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0 <= self.learning_starts < self.total_steps:
+            raise ValueError(f"learning_starts must be in [0, total_steps), got {self.learning_starts}")
+        if self.bits < 3 or self.bits % 2 == 0:
+            raise ValueError(f"bits must be an odd integer >= 3, got {self.bits}")
+        if not (0 < self.gamma < 1 and 0 < self.polyak <= 1):
+            raise ValueError("gamma must be in (0, 1) and polyak in (0, 1]")
+
+
+@dataclass
+class SACResult:
+    """A trained actor, its training curve and final deterministic evaluation."""
+
+    actor: Actor
+    episode_returns: list[float]
+    episode_end_steps: list[int]
+    eval_returns: list[float]
+    logged_obs: np.ndarray             # (n, obs_dim) recent on-policy observations
+    steps_done: int
+    wall_s: float
+    resumed_from: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def make_env(env_id: str) -> Any:
+    """``gymnasium.make(env_id)`` (MuJoCo envs need ``gymnasium[mujoco]``)."""
+    import warnings
+
+    import gymnasium as gym
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # -v4 deprecation warning: v4 is what the paper used
+        return gym.make(env_id)
+
+
+def make_actor(cfg: SACConfig, obs_dim: int, act_dim: int, scale: np.ndarray, bias: np.ndarray,
+               generator: torch.Generator) -> Actor:
+    """The DWC actor (DWC mean head + side log-std net) or the FP32 MLP actor of ``cfg``."""
+    if cfg.actor == "mlp":
+        return MLPActor(obs_dim, act_dim, cfg.mlp_hidden, scale, bias, generator=generator)
+    pol = DWCPolicy(obs_dim, act_dim, n_luts=cfg.n_luts, n_layers=cfg.n_layers, bits=cfg.bits,
+                    lut_inputs=cfg.lut_inputs, mapping=cfg.mapping, action_scale=scale, action_bias=bias,
+                    generator=generator)
+    return DWCActor(pol, generator=generator)
+
+
+def _critic(obs_dim: int, act_dim: int, hidden: int, g: torch.Generator) -> nn.Module:
+    net = nn.Sequential(nn.Linear(obs_dim + act_dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                        nn.Linear(hidden, 1))
+    _reinit(net, g)
+    return net
+
+
+def _sample(actor: Actor, obs: torch.Tensor, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Reparameterised tanh-Gaussian action and its log-probability (batch,)."""
+    mean, log_std = actor.dist_params(obs)
+    std = log_std.exp()
+    u = mean + std * torch.randn(mean.shape, generator=g)
+    y = torch.tanh(u)
+    act = y * actor.action_scale + actor.action_bias
+    logp = (-0.5 * ((u - mean) / std) ** 2 - log_std - 0.5 * math.log(2 * math.pi))
+    logp = logp - torch.log(actor.action_scale * (1 - y.pow(2)) + 1e-6)
+    return act, logp.sum(-1)
+
+
+def evaluate(actor: Actor, env_id: str, n_episodes: int, rng: np.random.Generator) -> list[float]:
+    """Returns of ``n_episodes`` deterministic episodes (the actor's ``deterministic`` path)."""
+    env = make_env(env_id)
+    out = []
+    for _ in range(n_episodes):
+        obs, _ = env.reset(seed=int(rng.integers(2**31 - 1)))
+        done, ret = False, 0.0
+        while not done:
+            obs, r, term, trunc, _ = env.step(actor.deterministic(obs).astype(np.float32))
+            ret += float(r)
+            done = bool(term or trunc)
+        out.append(ret)
+    env.close()
+    return out
+
+
+def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | Path | None = None,
+              stop_at: int | None = None, progress: bool = False) -> SACResult:
+    """Train SAC (CleanRL variant) with ``cfg.actor`` as the policy; resume from ``checkpoint_path`` if it exists.
+
+    Parameters
+    ----------
+    cfg : hyper-parameters.
+    rng : numpy generator (env seeds, warm-up actions, torch generator for init and sampling).
+    checkpoint_path : where checkpoints are written every ``cfg.checkpoint_every`` steps and at the end;
+        if the file exists training resumes from it (a fresh env episode starts at the resumed step).
+    stop_at : stop after this many total steps (simulated interruption; a checkpoint is written).
+    progress : show a progress bar.
+    """
+    t0 = time.perf_counter()
+    env = make_env(cfg.env_id)
+    obs_dim, act_dim = int(env.observation_space.shape[0]), int(env.action_space.shape[0])
+    high, low = env.action_space.high.astype(np.float64), env.action_space.low.astype(np.float64)
+    scale, bias = (high - low) / 2.0, (high + low) / 2.0
+    g = torch_generator(rng)
+    actor = make_actor(cfg, obs_dim, act_dim, scale, bias, g)
+    q1, q2 = _critic(obs_dim, act_dim, cfg.critic_hidden, g), _critic(obs_dim, act_dim, cfg.critic_hidden, g)
+    q1t, q2t = _critic(obs_dim, act_dim, cfg.critic_hidden, g), _critic(obs_dim, act_dim, cfg.critic_hidden, g)
+    q1t.load_state_dict(q1.state_dict())
+    q2t.load_state_dict(q2.state_dict())
+    opt_q = torch.optim.Adam([*q1.parameters(), *q2.parameters()], lr=cfg.q_lr)
+    opt_pi = torch.optim.Adam(actor.parameters(), lr=cfg.policy_lr, eps=1e-5)
+    log_ent = torch.zeros(1, requires_grad=True)
+    opt_ent = torch.optim.Adam([log_ent], lr=cfg.q_lr)
+    target_entropy = -float(act_dim)
+    cap = min(cfg.buffer_size, cfg.total_steps)
+    buf = {"obs": torch.zeros(cap, obs_dim, dtype=torch.float64), "next": torch.zeros(cap, obs_dim,
+                                                                                       dtype=torch.float64),
+           "act": torch.zeros(cap, act_dim), "rew": torch.zeros(cap), "term": torch.zeros(cap)}
+    returns: list[float] = []
+    ends: list[int] = []
+    start = 0
+    ckpt = Path(checkpoint_path) if checkpoint_path is not None else None
+    if ckpt is not None and ckpt.exists():
+        state = torch.load(ckpt, weights_only=True)
+        for mod, key in ((actor, "actor"), (q1, "q1"), (q2, "q2"), (q1t, "q1t"), (q2t, "q2t")):
+            mod.load_state_dict(state[key])
+        opt_q.load_state_dict(state["opt_q"])
+        opt_pi.load_state_dict(state["opt_pi"])
+        opt_ent.load_state_dict(state["opt_ent"])
+        with torch.no_grad():
+            log_ent.copy_(state["log_ent"])
+        for k in buf:
+            buf[k].copy_(state["buffer"][k])
+        returns, ends = list(state["returns"]), list(state["ends"])
+        start = int(state["step"])
+        rng.bit_generator.state = state["rng_state"]
+        g.set_state(state["torch_rng"])
+
+    def save(step: int) -> None:
+        if ckpt is None:
+            return
+        state = {"step": step, "actor": actor.state_dict(), "q1": q1.state_dict(), "q2": q2.state_dict(),
+                 "q1t": q1t.state_dict(), "q2t": q2t.state_dict(), "opt_q": opt_q.state_dict(),
+                 "opt_pi": opt_pi.state_dict(), "opt_ent": opt_ent.state_dict(), "log_ent": log_ent.detach(),
+                 "buffer": buf, "returns": returns, "ends": ends, "rng_state": rng.bit_generator.state,
+                 "torch_rng": g.get_state(), "config": dataclasses.asdict(cfg)}
+        ckpt.parent.mkdir(parents=True, exist_ok=True)
+        tmp = ckpt.with_suffix(ckpt.suffix + ".tmp")
+        torch.save(state, tmp)
+        tmp.replace(ckpt)  # atomic: an interruption never leaves a half-written checkpoint
+
+    obs, _ = env.reset(seed=int(rng.integers(2**31 - 1)))
+    ep_ret = 0.0
+    end = cfg.total_steps if stop_at is None else min(stop_at, cfg.total_steps)
+    steps = range(start, end)
+    if progress:
+        from icml2026.core.progress import track
+
+        steps = track(steps, f"SAC {cfg.actor} {cfg.env_id}", total=end - start)  # type: ignore[assignment]
+    critics = [*q1.parameters(), *q2.parameters()]
+    for step in steps:
+        actor.normalizer.update(obs)  # parallel-variance update on every env step
+        if step < cfg.learning_starts:
+            action = rng.uniform(low, high)
+        else:
+            with torch.no_grad():
+                action = _sample(actor, torch.as_tensor(obs, dtype=torch.float64)[None], g)[0][0].double().numpy()
+        nxt, r, term, trunc, _ = env.step(action.astype(np.float32))
+        i = step % cap
+        buf["obs"][i] = torch.as_tensor(obs, dtype=torch.float64)
+        buf["next"][i] = torch.as_tensor(nxt, dtype=torch.float64)
+        buf["act"][i] = torch.as_tensor(action, dtype=torch.float32)
+        buf["rew"][i] = float(r)
+        buf["term"][i] = float(term)  # bootstrap through truncation, not through termination
+        ep_ret += float(r)
+        obs = nxt
+        if term or trunc:
+            returns.append(ep_ret)
+            ends.append(step + 1)
+            ep_ret = 0.0
+            obs, _ = env.reset()
+        if step >= cfg.learning_starts:
+            idx = torch.from_numpy(rng.integers(0, min(step + 1, cap), size=cfg.batch_size))
+            o, o2 = buf["obs"][idx], buf["next"][idx]
+            a, rw, tm = buf["act"][idx], buf["rew"][idx], buf["term"][idx]
+            on, o2n = actor.normalizer.normalize(o).float(), actor.normalizer.normalize(o2).float()
+            alpha = log_ent.exp().item()
+            with torch.no_grad():
+                a2, logp2 = _sample(actor, o2, g)
+                x2 = torch.cat([o2n, a2], 1)
+                qn = torch.min(q1t(x2), q2t(x2)).squeeze(-1) - alpha * logp2
+                target = rw + (1 - tm) * cfg.gamma * qn
+            x = torch.cat([on, a], 1)
+            q_loss = ((q1(x).squeeze(-1) - target) ** 2).mean() + ((q2(x).squeeze(-1) - target) ** 2).mean()
+            opt_q.zero_grad()
+            q_loss.backward()
+            opt_q.step()
+            if step % cfg.policy_frequency == 0:
+                for _ in range(cfg.policy_frequency):
+                    for p in critics:
+                        p.requires_grad_(False)
+                    pa, logp = _sample(actor, o, g)
+                    xa = torch.cat([on, pa], 1)
+                    pi_loss = (log_ent.exp().detach() * logp - torch.min(q1(xa), q2(xa)).squeeze(-1)).mean()
+                    opt_pi.zero_grad()
+                    pi_loss.backward()
+                    opt_pi.step()
+                    actor.after_step()
+                    for p in critics:
+                        p.requires_grad_(True)
+                    # Deviation: CleanRL re-samples log pi after the actor step; we reuse this step's log pi
+                    # (one actor forward fewer per update, which matters for the CPU-bound LUT layers).
+                    ent_loss = (-log_ent.exp() * (logp.detach() + target_entropy)).mean()
+                    opt_ent.zero_grad()
+                    ent_loss.backward()
+                    opt_ent.step()
+            with torch.no_grad():
+                for net, tgt in ((q1, q1t), (q2, q2t)):
+                    for p, pt in zip(net.parameters(), tgt.parameters(), strict=True):
+                        pt.mul_(1 - cfg.polyak).add_(cfg.polyak * p)
+        if (step + 1) % cfg.checkpoint_every == 0:
+            save(step + 1)
+    save(end)
+    env.close()
+    n_log = min(cfg.log_last_obs, end)
+    last = [(end - 1 - j) % cap for j in range(n_log)]
+    logged = buf["obs"][torch.tensor(last, dtype=torch.long)].numpy() if n_log else np.zeros((0, obs_dim))
+    evals = evaluate(actor, cfg.env_id, cfg.eval_episodes, rng) if end == cfg.total_steps else []
+    return SACResult(actor, returns, ends, evals, logged, end, time.perf_counter() - t0, resumed_from=start)
