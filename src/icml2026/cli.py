@@ -43,7 +43,7 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override one config field, typed by the preset's config (repeatable)")
     r.add_argument("--out", type=Path, default=Path("runs"), help="folder for run folders (default: runs)")
-    r.add_argument("--threads", type=int, default=2, help="torch thread count (default: 2)")
+    r.add_argument("--threads", type=int, default=1, help="torch and BLAS thread count (default: 1)")
     rep = sub.add_parser("report", help="write reports/index.md over the newest run of every experiment")
     rep.add_argument("--runs", type=Path, default=Path("runs"), help="folder of run folders (default: runs)")
     rep.add_argument("--out", type=Path, default=Path("reports"), help="report folder (default: reports)")

@@ -32,8 +32,9 @@ from .rng import make_rng
 
 __all__ = ["RunResult", "run_experiment", "seed_everything", "limit_blas_threads", "run_dir_for", "to_jsonable"]
 
-#: Threads torch may use: the machines this project targets have 2 cores.
-DEFAULT_THREADS = 2
+#: Threads for torch and BLAS: one, because a second thread on a shared 2-core machine was measured to slow
+#: small models many times over (and one thread keeps reductions in one order).
+DEFAULT_THREADS = 1
 
 
 @dataclass(frozen=True)
