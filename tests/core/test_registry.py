@@ -58,6 +58,9 @@ def test_discovery_imports_experiments_modules_without_naming_papers(
         from icml2026.core import experiment
         experiment("fakepaper_xyz.demo", claim="found by discovery", presets=PRESETS)(toy_pass)
     """))
+    # Import the real papers first, into the real registry: modules stay imported after this test, so
+    # importing them for the first time into the temporary table below would hide them from later tests.
+    registry.discover()
     table: dict = {}
     monkeypatch.setattr(registry, "_REGISTRY", table)
     monkeypatch.setattr(papers, "__path__", [*papers.__path__, str(tmp_path)])
