@@ -355,6 +355,23 @@ def _build(name: str, cfg: ZeroShotConfig, n_classes: int, gen: torch.Generator)
     return FixedCNN(1, n_classes, cfg.channels, cfg.cnn_kernel, generator=gen)
 
 
+def _zero_shot_metrics(
+    results: dict[str, dict[float, tuple[float, float]]], curves: dict[str, list[float]]
+) -> tuple[dict[str, float], list[dict[str, float | str]]]:
+    """Flatten per-model, per-rate (accuracy, macro-F1) and validation curves into metrics and table rows."""
+    metrics: dict[str, float] = {}
+    for name, curve in curves.items():
+        metrics[f"{name}_best_val_acc"] = max(curve)
+        metrics[f"{name}_best_epoch"] = int(np.argmax(curve)) + 1
+    rows: list[dict[str, float | str]] = []
+    for row, per_rate in results.items():
+        for fs, (acc, f1) in per_rate.items():
+            metrics[f"{row}_acc_{fs:g}hz"] = acc
+            metrics[f"{row}_macro_f1_{fs:g}hz"] = f1
+            rows.append({"model": row, "fs_hz": fs, "accuracy": acc, "macro_f1": f1})
+    return metrics, rows
+
+
 def _zero_shot(
     cfg: ZeroShotConfig, train: SignalBank, val: SignalBank, test: SignalBank, rng: np.random.Generator
 ) -> tuple[dict[str, dict[float, tuple[float, float]]], dict[str, float], dict[str, list[float]]]:
@@ -444,16 +461,7 @@ def sleep_zero_shot(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
     val = make_sleep_bank(cfg.n_val, r_va, cfg.window_s, cfg.difficulty)
     test = make_sleep_bank(cfg.n_test, r_te, cfg.window_s, cfg.difficulty)
     results, timings, curves = _zero_shot(cfg, train, val, test, r_mod)
-    metrics: dict[str, float] = {}
-    for name, curve in curves.items():
-        metrics[f"{name}_best_val_acc"] = max(curve)
-        metrics[f"{name}_best_epoch"] = int(np.argmax(curve)) + 1
-    rows = []
-    for row, per_rate in results.items():
-        for fs, (acc, f1) in per_rate.items():
-            metrics[f"{row}_acc_{fs:g}hz"] = acc
-            metrics[f"{row}_macro_f1_{fs:g}hz"] = f1
-            rows.append({"model": row, "fs_hz": fs, "accuracy": acc, "macro_f1": f1})
+    metrics, rows = _zero_shot_metrics(results, curves)
     f0 = cfg.train_fs
     neuro = results["neurocnn"]
     acc0 = neuro[f0][0]
@@ -586,16 +594,7 @@ def ecg_zero_shot(cfg: EcgConfig, rng: np.random.Generator) -> Outcome:
         models=cfg.models,
     )
     results, timings, curves = _zero_shot(zcfg, train, val, test, r_mod)
-    metrics: dict[str, float] = {}
-    for name, curve in curves.items():
-        metrics[f"{name}_best_val_acc"] = max(curve)
-        metrics[f"{name}_best_epoch"] = int(np.argmax(curve)) + 1
-    rows = []
-    for row, per_rate in results.items():
-        for fs, (acc, f1) in per_rate.items():
-            metrics[f"{row}_acc_{fs:g}hz"] = acc
-            metrics[f"{row}_macro_f1_{fs:g}hz"] = f1
-            rows.append({"model": row, "fs_hz": fs, "accuracy": acc, "macro_f1": f1})
+    metrics, rows = _zero_shot_metrics(results, curves)
     neuro = results["neurocnn"]
     f1_0 = neuro[cfg.train_fs][1]
     checks = [

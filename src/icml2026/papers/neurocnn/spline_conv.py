@@ -15,6 +15,7 @@ Two kernel families share the machinery:
 
 from __future__ import annotations
 
+import abc
 import math
 from typing import Literal
 
@@ -206,7 +207,7 @@ def _same_conv(x: torch.Tensor, kernel: torch.Tensor, stride: int, method: ConvM
     return y[..., start : start + n]
 
 
-class ContinuousConv1d(nn.Module):
+class ContinuousConv1d(nn.Module, abc.ABC):
     """Shared machinery of a convolution whose kernel is a function of physical lag (seconds).
 
     Subclasses implement :meth:`kernel` (``(C_out, C_in, L_k)`` at rate ``fs``).
@@ -242,8 +243,9 @@ class ContinuousConv1d(nn.Module):
         self.method: ConvMethod = method
         self.bias = nn.Parameter(torch.zeros(out_channels)) if bias else None
 
-    def kernel(self, fs: float) -> torch.Tensor:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def kernel(self, fs: float) -> torch.Tensor:
+        """The sampled kernel (C_out, C_in, L_k) at rate ``fs``; each subclass defines its kernel family."""
 
     def n_taps(self, fs: float) -> int:
         """``L_k`` at rate ``fs``."""
