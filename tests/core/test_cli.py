@@ -87,7 +87,10 @@ def test_report_without_runs_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 SLOW_EXPERIMENT = """
-import sys, time
+import signal, sys, time
+# A test runner started in the background (nohup, &) passes SIGINT on as ignored; restore Python's handler
+# so that the test checks the CLI, not how the suite was launched.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from tests.core.conftest import PRESETS
 from icml2026.core import registry, Outcome, Check
 registry.discover = lambda slugs=None: None
