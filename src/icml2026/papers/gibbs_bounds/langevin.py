@@ -183,7 +183,7 @@ def run_beta_grid(
     width, n_hidden : MLP shape. sgld : chain settings. l_max : loss cap of the bounded BCE.
     rng : numpy generator; one independent child stream per beta is spawned from it up front.
     n_prior_draws : number of prior draws averaged at beta = 0 (paper: 1000).
-    checkpoint_dir : if given, each finished beta is saved there (``beta_XXX.json``) and skipped on a
+    checkpoint_dir : if given, each finished beta is saved there (``beta_<k>.json``, k as 3 digits) and skipped on a
         rerun with the same data and settings; the finished grid is written to ``chains.csv``. Nothing
         is written when it is None.
     description : label of the progress display.
