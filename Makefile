@@ -15,7 +15,8 @@ install: $(STAMP)
 system-deps:
 	@command -v iverilog >/dev/null || { echo "installing iverilog (Verilog simulator for dwc)"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq iverilog >/dev/null; }
+	  { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq iverilog >/dev/null; } || \
+	  echo "warning: could not install iverilog; the dwc circuit tests will be skipped, saying why"; }
 
 $(STAMP): pyproject.toml | system-deps
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
