@@ -73,6 +73,14 @@ def _mean_curve_figure(
 
 
 # ---------------------------------------------------------------------------------------------------
+
+
+def _check_env(env: str) -> None:
+    """Config validation shared by the experiments: ``env`` must name a feasible-set family."""
+    if env not in ENVIRONMENTS:
+        raise ValueError(f"env must be one of {sorted(ENVIRONMENTS)}, got {env!r}")
+
+
 @dataclass(frozen=True)
 class FiniteRegretConfig:
     d: int = 10  # brief: d = 10 for the headline comparison
@@ -197,8 +205,7 @@ class WrongVsDConfig:
             raise ValueError(f"dims must be integers in [2, 18] (exact centroid), got {self.dims}")
         _positive_int("n_rounds", self.n_rounds)
         _positive_int("n_seeds", self.n_seeds)
-        if self.env not in ENVIRONMENTS:
-            raise ValueError(f"env must be one of {sorted(ENVIRONMENTS)}, got {self.env!r}")
+        _check_env(self.env)
 
 
 @experiment(
@@ -289,8 +296,7 @@ class CorruptionConfig:
             or not self.corruptions
         ):
             raise ValueError(f"corruptions must be integers in [0, n_rounds], got {self.corruptions}")
-        if self.env not in ENVIRONMENTS:
-            raise ValueError(f"env must be one of {sorted(ENVIRONMENTS)}, got {self.env!r}")
+        _check_env(self.env)
         if self.corruption not in ("worst", "random"):
             raise ValueError(f"corruption must be 'worst' or 'random', got {self.corruption!r}")
 
@@ -390,8 +396,7 @@ class GapSweepConfig:
         _positive_int("n_seeds", self.n_seeds)
         if not self.deltas or any(not (isinstance(x, (int, float)) and x > 0) for x in self.deltas):
             raise ValueError(f"deltas must be positive numbers, got {self.deltas}")
-        if self.env not in ENVIRONMENTS:
-            raise ValueError(f"env must be one of {sorted(ENVIRONMENTS)}, got {self.env!r}")
+        _check_env(self.env)
 
 
 @experiment(
