@@ -18,7 +18,7 @@ log_alpha_a, beta_a     ``DWCPolicy.log_alpha``, ``DWCPolicy.beta``
 action_scale, bias      ``DWCPolicy.action_scale``, ``DWCPolicy.action_bias``
 """
 
-from .baselines import DWCActor, MLPActor
+from .baselines import DWCActor, MLPActor, QuantMLPActor
 from .data import ControlLaw, lqr_cartpole_law, sample_states
 from .encoding import ObsNormalizer, thermometer_encode, thermometer_thresholds
 from .interpret import FirstLayerReport, first_layer_report
@@ -30,7 +30,8 @@ from .verilog import ExportResult, SimulationResult, export_verilog, have_iveril
 
 __all__ = [
     "ControlLaw", "DWCActor", "DWCPolicy", "EFDLookup", "ExportResult", "FirstLayerReport", "IntegerDWC",
-    "LUTLayer", "LearnableMapping", "MAPPING_TAU", "MLPActor", "ObsNormalizer", "PolicyError", "SACConfig",
+    "LUTLayer", "LearnableMapping", "MAPPING_TAU", "MLPActor", "QuantMLPActor", "ObsNormalizer",
+    "PolicyError", "SACConfig",
     "SACResult", "SimulationResult", "efd_constants", "efd_weights", "evaluate", "export_verilog",
     "first_layer_report", "fit_mse", "have_iverilog", "have_yosys", "head_affine", "lqr_cartpole_law",
     "make_actor", "make_env", "sample_states", "simulate", "synth_stats", "thermometer_encode",

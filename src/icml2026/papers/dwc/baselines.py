@@ -14,7 +14,7 @@ from torch import nn
 from .encoding import ObsNormalizer
 from .policy import DWCPolicy
 
-__all__ = ["LOG_STD_MIN", "LOG_STD_MAX", "MLPActor", "DWCActor", "squash_log_std"]
+__all__ = ["LOG_STD_MIN", "LOG_STD_MAX", "MLPActor", "QuantMLPActor", "DWCActor", "squash_log_std"]
 
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0  # CleanRL sac_continuous_action
 
@@ -67,6 +67,50 @@ class MLPActor(nn.Module):
 
     def after_step(self) -> None:
         """Nothing to do after an optimiser step."""
+
+
+class QuantMLPActor(MLPActor):
+    """Quantisation-aware-trained SAC actor (brevitas): the FP32 actor's 256-256 ReLU MLP with quantised
+    input, weights and activations and an 8-bit output (the authors' earlier QAT baseline, arXiv 2511.07046).
+
+    Parameters
+    ----------
+    weight_bits, act_bits : bit widths of the hidden and mean-head weights and of the hidden ReLU outputs
+        (paper sweeps 2, 3, 8).
+    input_bits : bit width of the normalised observation (paper sweeps 2..8).
+    output_bits : bit width of the pre-tanh mean (paper: 8).
+
+    Biases stay in float (brevitas' default); the log-std head is a float layer on the quantised trunk and,
+    like the DWC's side network, is not part of the deterministic inference path.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: int = 256, action_scale: np.ndarray | float = 1.0,
+                 action_bias: np.ndarray | float = 0.0, weight_bits: int = 8, act_bits: int = 8,
+                 input_bits: int = 8, output_bits: int = 8, generator: torch.Generator | None = None) -> None:
+        for name, v in (("weight_bits", weight_bits), ("act_bits", act_bits), ("input_bits", input_bits),
+                        ("output_bits", output_bits)):
+            if isinstance(v, bool) or not isinstance(v, int) or not 2 <= v <= 16:
+                raise ValueError(f"{name} must be an int in [2, 16], got {v!r}")
+        try:
+            import brevitas.nn as qnn
+            from brevitas.quant import Int8ActPerTensorFloat
+        except ImportError as exc:  # pragma: no cover - the dwc extra installs brevitas
+            raise ImportError("the quantised baseline needs brevitas: pip install 'icml2026[dwc]'") from exc
+        super().__init__(obs_dim, act_dim, hidden, action_scale, action_bias, generator=None)
+        self.bits = {"weight": weight_bits, "act": act_bits, "input": input_bits, "output": output_bits}
+        self.q_in = qnn.QuantIdentity(bit_width=input_bits)
+        self.fc1 = qnn.QuantLinear(obs_dim, hidden, bias=True, weight_bit_width=weight_bits)
+        self.fc2 = qnn.QuantLinear(hidden, hidden, bias=True, weight_bit_width=weight_bits)
+        self.relu1, self.relu2 = qnn.QuantReLU(bit_width=act_bits), qnn.QuantReLU(bit_width=act_bits)
+        self.fc_mean = qnn.QuantLinear(hidden, act_dim, bias=True, weight_bit_width=weight_bits,
+                                       output_quant=Int8ActPerTensorFloat, output_bit_width=output_bits)
+        _reinit(self, generator)
+
+    def dist_params(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Quantised pre-tanh mean and float log-std, each (batch, act_dim)."""
+        x = self.q_in(self.normalizer.normalize(obs).float())
+        h = self.relu2(self.fc2(self.relu1(self.fc1(x))))
+        return self.fc_mean(h), squash_log_std(self.fc_logstd(h))
 
 
 class DWCActor(nn.Module):

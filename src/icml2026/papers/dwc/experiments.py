@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import tempfile
 import time
 from dataclasses import dataclass
@@ -18,7 +21,7 @@ from . import data
 from .baselines import DWCActor, MLPActor
 from .interpret import first_layer_report
 from .policy import DWCPolicy
-from .sac import SACConfig, train_sac
+from .sac import SACConfig, SACResult, make_actor, train_sac
 from .supervised import fit_mse
 from .verilog import export_verilog, have_iverilog, have_yosys, simulate, synth_stats
 
@@ -143,7 +146,7 @@ def sanity_fit(cfg: SanityConfig, rng: np.random.Generator) -> Outcome:
 
 @dataclass(frozen=True)
 class PendulumConfig:
-    """SAC on a MuJoCo task with the DWC actor vs the FP32 MLP actor (identical SAC settings)."""
+    """SAC on a MuJoCo task: the DWC actor vs the FP32 MLP and the QAT (brevitas) MLP, identical SAC settings."""
 
     env_id: str = "InvertedPendulum-v4"
     n_seeds: int = 1                    # brief: 3 (paper: 10)
@@ -154,14 +157,19 @@ class PendulumConfig:
     bits: int = 63
     lut_inputs: int = 6
     eval_episodes: int = 5              # brief: 20 (paper: 1000)
-    run_baseline: bool = False
+    run_baseline: bool = False          # the FP32 MLP actor
+    run_quantized: bool = False         # the QAT MLP actor (brevitas; W8A8, 8-bit input and output)
     check_returns: bool = False         # claim checks only at a scale where SAC can solve the task
     n_random_vectors: int = 1000
     yosys: bool = False                 # LUT count / depth of the first seed's circuit (if yosys is installed)
+    workers: int = 1                    # training runs (seed x actor) in parallel processes, 1 thread each
+    checkpoint_dir: str = ""            # if set, each run checkpoints there and a rerun resumes it
 
     def __post_init__(self) -> None:
         if self.n_seeds < 1 or self.eval_episodes < 1:
             raise ValueError("n_seeds and eval_episodes must be >= 1")
+        if self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}")
         if self.check_returns and not self.run_baseline:
             raise ValueError("check_returns needs run_baseline=True (the claim is relative to FP32)")
         SACConfig(env_id=self.env_id, total_steps=self.total_steps, learning_starts=self.learning_starts,
@@ -173,6 +181,66 @@ class PendulumConfig:
                          bits=self.bits, lut_inputs=self.lut_inputs, eval_episodes=self.eval_episodes,
                          checkpoint_every=max(1000, self.total_steps // 5))
 
+    def actors(self) -> list[str]:
+        """Actors to train, slowest first: DWC, QAT MLP, FP32 MLP."""
+        return ["dwc"] + ["qmlp"] * self.run_quantized + ["mlp"] * self.run_baseline
+
+
+def _checkpoint_file(directory: str, cfg: SACConfig, rng: np.random.Generator, seed_index: int) -> Path | None:
+    """A checkpoint path unique to (SAC config, RNG stream): a rerun of the same run resumes, no other does."""
+    if not directory:
+        return None
+    key = json.dumps([dataclasses.asdict(cfg), str(rng.bit_generator.state)], sort_keys=True)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return Path(directory) / f"{cfg.env_id}_seed{seed_index}_{cfg.actor}_{digest}.pt"
+
+
+def _train_job(cfg: SACConfig, rng: np.random.Generator, ckpt: Path | None, progress: bool,
+               n_threads: int | None) -> SACResult | tuple[SACResult, dict[str, torch.Tensor], tuple]:
+    """One SAC run. In a worker process (``n_threads`` set) it first pins torch and BLAS to that many threads,
+    as the runner does, and returns the actor as a state dict (brevitas modules do not pickle)."""
+    if n_threads is None:
+        return train_sac(cfg, rng, checkpoint_path=ckpt, progress=progress)
+    from icml2026.core.runner import limit_blas_threads
+
+    limit_blas_threads(n_threads)
+    torch.set_num_threads(n_threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    res = train_sac(cfg, rng, checkpoint_path=ckpt, progress=progress)
+    actor = res.actor
+    shape = (actor.obs_dim, actor.act_dim, actor.action_scale.double().numpy(), actor.action_bias.double().numpy())
+    state = {k: v.detach().clone() for k, v in actor.state_dict().items()}
+    return dataclasses.replace(res, actor=None), state, shape  # type: ignore[arg-type]
+
+
+def _rebuild(cfg: SACConfig, res: SACResult, state: dict[str, torch.Tensor], shape: tuple) -> SACResult:
+    """The worker's actor, rebuilt in this process from its state dict."""
+    actor = make_actor(cfg, shape[0], shape[1], shape[2], shape[3], torch.Generator().manual_seed(0))
+    actor.load_state_dict(state)
+    return dataclasses.replace(res, actor=actor)
+
+
+def _run_jobs(
+    cfg: PendulumConfig, jobs: list[tuple[int, str, np.random.Generator]]
+) -> dict[tuple[int, str], SACResult]:
+    """Train every (seed, actor) job, in order in this process or in ``cfg.workers`` processes (same results:
+    each job owns its RNG stream)."""
+    args = {(s, a): (cfg.sac(a), r, _checkpoint_file(cfg.checkpoint_dir, cfg.sac(a), r, s)) for s, a, r in jobs}
+    if cfg.workers == 1:
+        return {k: cast(SACResult, _train_job(c, r, p, True, None)) for k, (c, r, p) in args.items()}
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from icml2026.core.progress import track
+
+    out: dict[tuple[int, str], SACResult] = {}
+    with ProcessPoolExecutor(cfg.workers, mp_context=mp.get_context("spawn")) as pool:
+        futs = {pool.submit(_train_job, c, r, p, False, 1): k for k, (c, r, p) in args.items()}
+        for fut in track(as_completed(futs), f"SAC runs on {cfg.workers} workers", total=len(futs)):
+            res, state, shape = cast(tuple, fut.result())
+            out[futs[fut]] = _rebuild(args[futs[fut]][0], res, state, shape)
+    return out
+
 
 @experiment(
     "dwc.sac_pendulum",
@@ -181,47 +249,56 @@ class PendulumConfig:
     presets={
         "quick": PendulumConfig(),
         "full": PendulumConfig(n_seeds=1, total_steps=6_000, learning_starts=1_000, n_luts=64,
-                               eval_episodes=20, run_baseline=True, check_returns=True, yosys=True),
+                               eval_episodes=20, run_baseline=True, run_quantized=True, check_returns=True,
+                               yosys=True),
         "paper": PendulumConfig(n_seeds=3, total_steps=30_000, learning_starts=5_000, n_luts=256,
-                                eval_episodes=20, run_baseline=True, check_returns=True, yosys=True),
+                                eval_episodes=20, run_baseline=True, run_quantized=True, check_returns=True,
+                                yosys=True, workers=2),
     },
 )
 def sac_pendulum(cfg: PendulumConfig, rng: np.random.Generator) -> Outcome:
     seeds = spawn(rng, cfg.n_seeds)
-    rows, dwc_means, mlp_means, mism, tabmax, lat = [], [], [], [], [], []
+    streams = [spawn(r, 4) for r in seeds]  # per seed: DWC, FP32 MLP, verification vectors, QAT MLP
+    which = {"dwc": 0, "mlp": 1, "qmlp": 3}
+    # longest runs first, so that a pool of workers finishes together (the order does not change results)
+    jobs = [(s, a, streams[s][which[a]]) for a in cfg.actors() for s in range(cfg.n_seeds)]
+    results = _run_jobs(cfg, jobs)
+    rows, means, mism, tabmax, lat = [], {a: [] for a in cfg.actors()}, [], [], []  # type: ignore[var-annotated]
     fig, ax = new_figure(f"SAC on {cfg.env_id}", "environment step", "episode return")
+    labels = {"dwc": "DWC", "mlp": "FP32 MLP", "qmlp": "QAT MLP (W8A8)"}
     yosys_metrics: dict[str, float] = {}
-    for s, r in enumerate(seeds):
-        r_dwc, r_mlp, r_vec = spawn(r, 3)
-        res = train_sac(cfg.sac("dwc"), r_dwc, progress=True)
+    for s in range(cfg.n_seeds):
+        res = results[(s, "dwc")]
         pol = cast(DWCActor, res.actor).policy
-        circ = verify_circuit(pol, res.logged_obs, cfg.n_random_vectors, r_vec, with_yosys=cfg.yosys and s == 0)
+        circ = verify_circuit(pol, res.logged_obs, cfg.n_random_vectors, streams[s][2],
+                              with_yosys=cfg.yosys and s == 0)
         rep = first_layer_report(pol)
-        row = {"seed": s, "dwc_return": float(np.mean(res.eval_returns)), "dwc_train_s": res.wall_s,
-               "n_vectors": circ["n_vectors"], "mismatches": circ["mismatch_verilog_numpy"]
-               + circ["mismatch_torch_numpy"] + circ["mismatch_intpath_numpy"],
-               "distinct_first_layer_bits": rep.n_distinct_bits, "input_bits": rep.n_input_bits}
-        ax.plot(res.episode_end_steps, res.episode_returns, color="C0", alpha=0.7, label="DWC" if s == 0 else None)
-        dwc_means.append(row["dwc_return"])
+        row: dict[str, float] = {"seed": s, "n_vectors": circ["n_vectors"],
+                                 "mismatches": circ["mismatch_verilog_numpy"] + circ["mismatch_torch_numpy"]
+                                 + circ["mismatch_intpath_numpy"],
+                                 "distinct_first_layer_bits": rep.n_distinct_bits, "input_bits": rep.n_input_bits}
+        for i, a in enumerate(cfg.actors()):
+            r_a = results[(s, a)]
+            row[f"{a}_return"] = float(np.mean(r_a.eval_returns))
+            row[f"{a}_train_s"] = r_a.wall_s
+            means[a].append(row[f"{a}_return"])
+            ax.plot(r_a.episode_end_steps, r_a.episode_returns, color=f"C{i}", alpha=0.7,
+                    label=labels[a] if s == 0 else None)
         mism.append(row["mismatches"])
         lat.append(circ["latency_cycles"])
         tabmax.append(max(float(layer.tables.detach().abs().max()) for layer in pol.lut_layers))
         if s == 0:
             yosys_metrics.update({k: v for k, v in circ.items() if k.startswith("yosys")})
             interp = rep
-        if cfg.run_baseline:
-            rb = train_sac(cfg.sac("mlp"), r_mlp, progress=True)
-            row.update(mlp_return=float(np.mean(rb.eval_returns)), mlp_train_s=rb.wall_s)
-            mlp_means.append(row["mlp_return"])
-            ax.plot(rb.episode_end_steps, rb.episode_returns, color="C1", alpha=0.7,
-                    label="FP32 MLP" if s == 0 else None)
         rows.append(row)
     ax.legend()
-    metrics = {"dwc_return_mean": float(np.mean(dwc_means)), "dwc_return_min": float(np.min(dwc_means)),
+    metrics = {"dwc_return_mean": float(np.mean(means["dwc"])), "dwc_return_min": float(np.min(means["dwc"])),
                "mismatches_total": float(np.sum(mism)), "n_vectors_per_policy": rows[0]["n_vectors"],
                "max_abs_table": float(np.max(tabmax)), "latency_cycles": float(lat[0]),
                "distinct_first_layer_bits": float(interp.n_distinct_bits),
                "first_layer_input_bits": float(interp.n_input_bits)}
+    if cfg.run_quantized:
+        metrics["qmlp_return_mean"] = float(np.mean(means["qmlp"]))
     metrics.update(yosys_metrics)
     checks = [
         Check("mismatches_total", metrics["mismatches_total"], "== 0", paper="0 (criterion 3)"),
@@ -231,14 +308,13 @@ def sac_pendulum(cfg: PendulumConfig, rng: np.random.Generator) -> Outcome:
               f"< {interp.n_input_bits}", paper="sparse first layer"),
     ]
     if cfg.check_returns:
-        n_solved = float(sum(m >= 900 for m in dwc_means))
-        ratio = float(np.mean(dwc_means)) / max(float(np.mean(mlp_means)), 1e-9)
-        metrics.update(n_seeds_dwc_ge_900=n_solved, mlp_return_mean=float(np.mean(mlp_means)),
+        n_solved = float(sum(m >= 900 for m in means["dwc"]))
+        ratio = float(np.mean(means["dwc"])) / max(float(np.mean(means["mlp"])), 1e-9)
+        metrics.update(n_seeds_dwc_ge_900=n_solved, mlp_return_mean=float(np.mean(means["mlp"])),
                        dwc_over_mlp=ratio)
         need = -(-2 * cfg.n_seeds // 3)  # >= 2 of 3 seeds, scaled to n_seeds
         checks += [Check("n_seeds_dwc_ge_900", n_solved, f">= {need}", paper="parity with FP32 (4/5 tasks)"),
                    Check("dwc_over_mlp", ratio, ">= 0.9", paper="~1.0")]
     return Outcome(metrics=metrics, checks=checks, figures={"training_returns": fig},
                    tables={"per_seed": rows, "first_layer_reads": interp.rows()},
-                   timings={"train_total_s": float(sum(r_["dwc_train_s"] + r_.get("mlp_train_s", 0.0)
-                                                       for r_ in rows))})
+                   timings={"train_total_s": float(sum(v.wall_s for v in results.values()))})

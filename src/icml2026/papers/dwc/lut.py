@@ -61,49 +61,57 @@ class EFDLookup(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, tables: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         n = x.shape[-1]
-        powers = (1 << torch.arange(n, device=x.device)).to(torch.long)
-        addr = (x.round().to(torch.long) * powers).sum(-1)  # (batch, N), a = sum_i bit_i 2^i
-        vals = torch.gather(tables.unsqueeze(0).expand(x.shape[0], -1, -1), 2, addr.unsqueeze(-1)).squeeze(-1)
-        ctx.save_for_backward(addr, tables, w)
+        n_luts, size = tables.shape
+        powers = (1 << torch.arange(n, device=x.device)).to(x.dtype)
+        addr = (x.round() @ powers).to(torch.long)  # (batch, N), a = sum_i bit_i 2^i (exact in float)
+        # flat index of T[k, a] per (sample, LUT): one gather in the forward, reused by both gradients
+        flat = (torch.arange(n_luts, device=x.device) * size).unsqueeze(0) + addr
+        vals = tables.reshape(-1)[flat]
+        ctx.save_for_backward(flat, tables, w)
         return (vals > 0).to(x.dtype)  # straight-through binarisation of the table entry
 
     @staticmethod
     def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None, None]:
-        addr, tables, w = ctx.saved_tensors
+        flat, tables, w = ctx.saved_tensors
         n_luts, size = tables.shape
         n = w.shape[1]
         grad_x = grad_t = None
         if ctx.needs_input_grad[0]:
             # M[k, a, l] = sum_a' W[a, l, a'] T[k, a'], then gather the row of each sample's address.
-            m = (tables.to(w.dtype) @ w.permute(2, 0, 1).reshape(size, size * n)).reshape(n_luts, size, n)
-            k_idx = torch.arange(n_luts, device=addr.device).unsqueeze(0).expand_as(addr)
-            grad_x = g.unsqueeze(-1) * m[k_idx, addr]  # (batch, N, n)
+            m = (tables.to(w.dtype) @ w.permute(2, 0, 1).reshape(size, size * n)).reshape(n_luts * size, n)
+            grad_x = g.unsqueeze(-1) * m.index_select(0, flat.reshape(-1)).reshape(*flat.shape, n)
         if ctx.needs_input_grad[1]:
-            grad_t = torch.zeros_like(tables)
-            flat = (torch.arange(n_luts, device=addr.device) * size).unsqueeze(0) + addr
-            grad_t.view(-1).index_add_(0, flat.reshape(-1), g.reshape(-1).to(tables.dtype))
+            grad_t = torch.zeros(n_luts * size, dtype=tables.dtype, device=tables.device)
+            grad_t.index_add_(0, flat.reshape(-1), g.reshape(-1).to(tables.dtype))
+            grad_t = grad_t.reshape(n_luts, size)
         return grad_x, grad_t, None
 
 
 class LearnableMapping(torch.autograd.Function):
-    """Forward ``x[:, argmax_0(Wm)]``; backward ``dWm = (2x-1)^T g``, ``dx = g softmax(Wm/tau, 0)^T``."""
+    """Forward ``x[:, argmax_0(Wm)]``; backward ``dWm = (2x-1)^T g``, ``dx = g softmax(Wm/tau, 0)^T``.
+
+    ``idx`` may be passed in when the caller already holds ``argmax_0(Wm)`` for the current ``Wm``.
+    """
 
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, wm: torch.Tensor, tau: float) -> torch.Tensor:
-        idx = torch.argmax(wm, dim=0)
+    def forward(
+        ctx: Any, x: torch.Tensor, wm: torch.Tensor, tau: float, idx: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        if idx is None:
+            idx = torch.argmax(wm, dim=0)
         ctx.save_for_backward(x, wm)
         ctx.tau = tau
         return x[:, idx]
 
     @staticmethod
-    def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None, None]:
+    def backward(ctx: Any, g: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None, None, None]:
         x, wm = ctx.saved_tensors
         grad_x = grad_wm = None
         if ctx.needs_input_grad[0]:
             grad_x = g @ torch.softmax(wm.to(torch.float32) / ctx.tau, dim=0).T.to(g.dtype)
         if ctx.needs_input_grad[1]:
             grad_wm = (2.0 * x - 1.0).T.to(g.dtype) @ g
-        return grad_x, grad_wm, None
+        return grad_x, grad_wm, None, None
 
 
 class LUTLayer(nn.Module):
@@ -153,17 +161,27 @@ class LUTLayer(nn.Module):
             perm = torch.cat([torch.randperm(in_bits, generator=g) for _ in range(reps)])[:n_reads]
             self.register_buffer("fixed_idx", perm.to(torch.long))
 
+    def _flat_indices(self) -> torch.Tensor:
+        """argmax over the rows of Wm (cached until Wm changes in place or is replaced), or the fixed map."""
+        if self.mapping != "learnable":
+            return self.fixed_idx
+        key = (id(self.wm), self.wm._version)
+        cached = getattr(self, "_idx_cache", None)
+        if cached is None or cached[0] != key:
+            cached = (key, torch.argmax(self.wm.detach(), dim=0))
+            self._idx_cache = cached
+        return cached[1]
+
     def indices(self) -> torch.Tensor:
         """The input bit read by each LUT input, shape (N, n), long (learnable: argmax over rows of Wm)."""
-        idx = torch.argmax(self.wm, dim=0) if self.mapping == "learnable" else self.fixed_idx
-        return idx.reshape(self.n_luts, self.lut_inputs)
+        return self._flat_indices().reshape(self.n_luts, self.lut_inputs)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Bits (batch, in_bits) in {0,1} -> bits (batch, N) in {0,1} (EFD backward, STE on the tables)."""
         if x.ndim != 2 or x.shape[1] != self.in_bits:
             raise ValueError(f"LUTLayer expects input of shape (batch, {self.in_bits}), got {tuple(x.shape)}")
         if self.mapping == "learnable":
-            xm = LearnableMapping.apply(x, self.wm, MAPPING_TAU)
+            xm = LearnableMapping.apply(x, self.wm, MAPPING_TAU, self._flat_indices())
         else:
             xm = x[:, self.fixed_idx]
         xm = xm.reshape(x.shape[0], self.n_luts, self.lut_inputs)

@@ -21,12 +21,12 @@ from torch import nn
 
 from icml2026.core import torch_generator
 
-from .baselines import DWCActor, MLPActor, _reinit
+from .baselines import DWCActor, MLPActor, QuantMLPActor, _reinit
 from .policy import DWCPolicy
 
 __all__ = ["SACConfig", "SACResult", "make_actor", "train_sac", "evaluate", "make_env"]
 
-Actor = MLPActor | DWCActor
+Actor = MLPActor | QuantMLPActor | DWCActor
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class SACConfig:
     """SAC and actor hyper-parameters (paper values in comments)."""
 
     env_id: str = "InvertedPendulum-v4"
-    actor: str = "dwc"                  # "dwc" or "mlp" (the FP32 baseline)
+    actor: str = "dwc"                  # "dwc", "mlp" (the FP32 baseline) or "qmlp" (brevitas QAT baseline)
     total_steps: int = 30_000           # paper: 1M (MuJoCo locomotion)
     learning_starts: int = 5_000        # paper: 5000
     batch_size: int = 256               # paper: 256
@@ -46,6 +46,9 @@ class SACConfig:
     policy_frequency: int = 2           # paper: 2 (2 updates each time)
     critic_hidden: int = 256
     mlp_hidden: int = 256
+    qat_weight_bits: int = 8            # paper's QAT sweep: 2, 3, 8
+    qat_act_bits: int = 8               # paper's QAT sweep: 2, 3, 8
+    qat_input_bits: int = 8             # paper's QAT sweep: 2..8
     n_luts: int = 256                   # paper: 1024 per layer
     n_layers: int = 2
     bits: int = 63                      # paper: 63
@@ -56,8 +59,11 @@ class SACConfig:
     log_last_obs: int = 2_000           # on-policy observations kept for circuit verification
 
     def __post_init__(self) -> None:
-        if self.actor not in ("dwc", "mlp"):
-            raise ValueError(f"actor must be 'dwc' or 'mlp', got {self.actor!r}")
+        if self.actor not in ("dwc", "mlp", "qmlp"):
+            raise ValueError(f"actor must be 'dwc', 'mlp' or 'qmlp', got {self.actor!r}")
+        for name in ("qat_weight_bits", "qat_act_bits", "qat_input_bits"):
+            if not 2 <= getattr(self, name) <= 16:
+                raise ValueError(f"{name} must be in [2, 16], got {getattr(self, name)}")
         for name in ("total_steps", "batch_size", "buffer_size", "policy_frequency", "eval_episodes",
                      "checkpoint_every", "n_luts", "n_layers", "lut_inputs", "critic_hidden", "mlp_hidden"):
             if getattr(self, name) < 1:
@@ -98,9 +104,12 @@ def make_env(env_id: str) -> Any:
 
 def make_actor(cfg: SACConfig, obs_dim: int, act_dim: int, scale: np.ndarray, bias: np.ndarray,
                generator: torch.Generator) -> Actor:
-    """The DWC actor (DWC mean head + side log-std net) or the FP32 MLP actor of ``cfg``."""
+    """The DWC actor (DWC mean head + side log-std net), the FP32 MLP or the QAT MLP actor of ``cfg``."""
     if cfg.actor == "mlp":
         return MLPActor(obs_dim, act_dim, cfg.mlp_hidden, scale, bias, generator=generator)
+    if cfg.actor == "qmlp":
+        return QuantMLPActor(obs_dim, act_dim, cfg.mlp_hidden, scale, bias, weight_bits=cfg.qat_weight_bits,
+                             act_bits=cfg.qat_act_bits, input_bits=cfg.qat_input_bits, generator=generator)
     pol = DWCPolicy(obs_dim, act_dim, n_luts=cfg.n_luts, n_layers=cfg.n_layers, bits=cfg.bits,
                     lut_inputs=cfg.lut_inputs, mapping=cfg.mapping, action_scale=scale, action_bias=bias,
                     generator=generator)
@@ -208,9 +217,10 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
         torch.save(state, tmp)
         tmp.replace(ckpt)  # atomic: an interruption never leaves a half-written checkpoint
 
-    obs, _ = env.reset(seed=int(rng.integers(2**31 - 1)))
     ep_ret = 0.0
     end = cfg.total_steps if stop_at is None else min(stop_at, cfg.total_steps)
+    if start < end:  # a finished run reloaded from its last checkpoint draws nothing before its evaluation
+        obs, _ = env.reset(seed=int(rng.integers(2**31 - 1)))
     steps = range(start, end)
     if progress:
         from icml2026.core.progress import track
