@@ -1,7 +1,7 @@
 """Benchmark: DWC integer inference path vs the FP32 MLP actor, plus the circuit's latency and LUT count.
 
 Prints actions per second (batch 1 and batch 1024) of ``DWCPolicy.act`` (thermometer + integer LUT path),
-the numpy integer model and the FP32 256x256 MLP actor, the simulated clock cycles per action (iverilog)
+the numpy integer model, the FP32 256x256 MLP actor and the QAT (brevitas, fake-quantised) MLP actor, the simulated clock cycles per action (iverilog)
 and the yosys 6-LUT count / depth of the exported core. Untrained (random) networks: speed and circuit size
 do not depend on the training. Usage: ``python benchmarks/dwc.py [--quick]``.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from icml2026.papers.dwc import DWCPolicy, MLPActor, export_verilog, have_iverilog, have_yosys, simulate, synth_stats
+from icml2026.papers.dwc import DWCPolicy, MLPActor, QuantMLPActor, export_verilog, have_iverilog, have_yosys, simulate, synth_stats
 
 
 def _rate(fn, obs: np.ndarray, min_time: float) -> float:
@@ -42,6 +42,8 @@ def main() -> None:
     pol.mark_trained()
     mlp = MLPActor(obs_dim, act_dim, 256, 3.0, generator=g)
     mlp.normalizer.update(rng.normal(size=(1000, obs_dim)))
+    qat = QuantMLPActor(obs_dim, act_dim, 256, 3.0, generator=g)  # brevitas fake-quant (W8A8) on CPU
+    qat.normalizer.update(rng.normal(size=(1000, obs_dim)))
     ref = pol.to_integer_model()
     rows = []
     for batch in (1, 1024):
@@ -49,11 +51,13 @@ def main() -> None:
         r_dwc = _rate(pol.act, obs, min_time)
         r_np = _rate(ref.act, np.atleast_2d(obs), min_time)
         r_mlp = _rate(mlp.deterministic, obs, min_time)
-        rows.append((batch, r_dwc, r_np, r_mlp))
+        r_qat = _rate(qat.deterministic, obs, min_time)
+        rows.append((batch, r_dwc, r_np, r_mlp, r_qat))
     print(f"DWC 2x{n_luts} LUTs (n=6, B=63) vs FP32 MLP 256x256, obs_dim={obs_dim}, 1 CPU thread")
-    print(f"{'batch':>6} {'DWC act/s':>12} {'numpy int act/s':>16} {'MLP act/s':>12} {'DWC/MLP':>8}")
-    for b, r1, r2, r3 in rows:
-        print(f"{b:>6} {r1:>12.0f} {r2:>16.0f} {r3:>12.0f} {r1 / r3:>8.2f}")
+    print(f"{'batch':>6} {'DWC act/s':>12} {'numpy int act/s':>16} {'MLP act/s':>12} {'QAT MLP act/s':>14} "
+          f"{'DWC/MLP':>8}")
+    for b, r1, r2, r3, r4 in rows:
+        print(f"{b:>6} {r1:>12.0f} {r2:>16.0f} {r3:>12.0f} {r4:>14.0f} {r1 / r3:>8.2f}")
     with tempfile.TemporaryDirectory() as tmp:
         res = export_verilog(pol, Path(tmp) / "dwc_core.v")
         if have_iverilog():

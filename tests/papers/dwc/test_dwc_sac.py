@@ -55,8 +55,8 @@ def test_sanity_fit_quick_preset_passes():
     assert out.metrics["r2_dwc"] >= 0.85 and out.metrics["n_vectors"] >= 2000
 
 
-@pytest.mark.slow
 def test_sac_pendulum_quick_preset_ci_smoke_criterion_7():
+    # the brief's CI smoke (< 3 min): in the default suite
     exp = get_experiment("dwc.sac_pendulum")
     cfg = exp.config("quick")
     assert cfg.total_steps == 3000 and cfg.n_luts == 64  # the brief's CI smoke: 3k steps, 2x64 LUTs

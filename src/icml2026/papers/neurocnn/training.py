@@ -6,12 +6,15 @@ each test rate with its own batches (one rate per batch).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from icml2026.core.progress import track
 
 __all__ = ["TrainResult", "train_classifier", "predict", "accuracy", "macro_f1"]
 
@@ -67,6 +70,7 @@ def train_classifier(
     batch_size: int = 64,
     lr: float = 1e-3,
     weight_decay: float = 1e-2,
+    progress: str | None = None,
 ) -> TrainResult:
     """AdamW + cross-entropy for ``epochs`` epochs at rate ``fs``; keeps the best-validation weights.
 
@@ -76,6 +80,7 @@ def train_classifier(
     x, y : (n, C, N) training signals at ``fs`` and (n,) labels.
     x_val, y_val : validation set at ``fs``.
     generator : torch.Generator for shuffling and dropout (the global RNG is forked and restored).
+    progress : if given, the label of a per-epoch progress bar.
 
     Returns
     -------
@@ -94,7 +99,10 @@ def train_classifier(
     best = (-1.0, 0, [t.detach().clone() for t in tensors])
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator).item()))  # dropout stream
-        for epoch in range(epochs):
+        epoch_iter: Iterable[int] = range(epochs)
+        if progress is not None:
+            epoch_iter = track(epoch_iter, progress, total=epochs)
+        for epoch in epoch_iter:
             model.train()
             perm = torch.randperm(xt.shape[0], generator=generator)
             total, count = 0.0, 0
