@@ -1,7 +1,8 @@
 """Benchmark: DWC integer inference path vs the FP32 MLP actor, plus the circuit's latency and LUT count.
 
 Prints actions per second (batch 1 and batch 1024) of ``DWCPolicy.act`` (thermometer + integer LUT path),
-the numpy integer model, the FP32 256x256 MLP actor and the QAT (brevitas, fake-quantised) MLP actor, the simulated clock cycles per action (iverilog)
+the numpy integer model, the FP32 256x256 MLP actor and the QAT (brevitas, fake-quantised) MLP actor, the
+simulated clock cycles per action (iverilog)
 and the yosys 6-LUT count / depth of the exported core. Untrained (random) networks: speed and circuit size
 do not depend on the training. Usage: ``python benchmarks/dwc.py [--quick]``.
 """
@@ -16,7 +17,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from icml2026.papers.dwc import DWCPolicy, MLPActor, QuantMLPActor, export_verilog, have_iverilog, have_yosys, simulate, synth_stats
+from icml2026.papers.dwc import (
+    DWCPolicy,
+    MLPActor,
+    QuantMLPActor,
+    export_verilog,
+    have_iverilog,
+    have_yosys,
+    simulate,
+    synth_stats,
+)
 
 
 def _rate(fn, obs: np.ndarray, min_time: float) -> float:
