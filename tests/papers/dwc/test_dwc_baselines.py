@@ -90,3 +90,15 @@ def test_pendulum_config_rejects_bad_workers():
     exp = get_experiment("dwc.sac_pendulum")
     with pytest.raises(ValueError, match="workers"):
         exp.config_type(workers=0)
+
+
+def test_hopper_experiment_checks_parity_not_an_absolute_return():
+    exp = get_experiment("dwc.sac_hopper")
+    cfg = exp.config_type(total_steps=260, learning_starts=220, n_luts=8, eval_episodes=1, check_returns=True,
+                          n_random_vectors=2000)
+    out = exp(cfg, make_rng(0))
+    names = {c.name for c in out.checks}
+    assert "dwc_over_mlp" in names and not any(n.startswith("n_seeds_dwc_ge") for n in names)
+    assert out.metrics["mismatches_total"] == 0 and out.metrics["first_layer_input_bits"] == 11 * 63
+    pend = get_experiment("dwc.sac_pendulum").config("paper")
+    assert pend.solved_return == 900 and pend.n_seeds == 3 and pend.total_steps == 30_000

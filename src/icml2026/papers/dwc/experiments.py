@@ -25,7 +25,7 @@ from .sac import SACConfig, SACResult, make_actor, train_sac
 from .supervised import fit_mse
 from .verilog import export_verilog, have_iverilog, have_yosys, simulate, synth_stats
 
-__all__ = ["SanityConfig", "PendulumConfig", "verify_circuit"]
+__all__ = ["SanityConfig", "PendulumConfig", "HopperConfig", "sac_compare", "verify_circuit"]
 
 
 def verify_circuit(policy: DWCPolicy, observations: np.ndarray, n_random: int, rng: np.random.Generator,
@@ -164,6 +164,7 @@ class PendulumConfig:
     yosys: bool = False                 # LUT count / depth of the first seed's circuit (if yosys is installed)
     workers: int = 1                    # training runs (seed x actor) in parallel processes, 1 thread each
     checkpoint_dir: str = ""            # if set, each run checkpoints there and a rerun resumes it
+    solved_return: float = 900.0        # a seed "solves" the task at this DWC return (0: no such check)
 
     def __post_init__(self) -> None:
         if self.n_seeds < 1 or self.eval_episodes < 1:
@@ -257,6 +258,37 @@ def _run_jobs(
     },
 )
 def sac_pendulum(cfg: PendulumConfig, rng: np.random.Generator) -> Outcome:
+    return sac_compare(cfg, rng)
+
+
+@dataclass(frozen=True)
+class HopperConfig(PendulumConfig):
+    """The brief's optional long run: Hopper-v4 (paper: DWC 2989 vs FP32 2710 after 1M steps, 10 seeds)."""
+
+    env_id: str = "Hopper-v4"
+    total_steps: int = 1_300            # quick: a smoke run (circuit checks only); paper: 1M
+    learning_starts: int = 1_000
+    solved_return: float = 0.0          # no absolute target at our step budget; the claim is parity with FP32
+    run_baseline: bool = True
+    eval_episodes: int = 1
+
+
+@experiment(
+    "dwc.sac_hopper",
+    claim="On Hopper-v4, SAC with a DWC mean head reaches the FP32 MLP actor's return (paper: 2989 vs 2710 "
+          "after 1M steps); every trained controller compiles to a matching circuit.",
+    presets={
+        "quick": HopperConfig(),
+        "full": HopperConfig(total_steps=150_000, learning_starts=5_000, n_luts=256, eval_episodes=10,
+                             check_returns=True, yosys=True),
+    },
+)
+def sac_hopper(cfg: HopperConfig, rng: np.random.Generator) -> Outcome:
+    return sac_compare(cfg, rng)
+
+
+def sac_compare(cfg: PendulumConfig, rng: np.random.Generator) -> Outcome:
+    """Train DWC (and the baselines of ``cfg``) with SAC, verify every DWC circuit, check the claim."""
     seeds = spawn(rng, cfg.n_seeds)
     streams = [spawn(r, 4) for r in seeds]  # per seed: DWC, FP32 MLP, verification vectors, QAT MLP
     which = {"dwc": 0, "mlp": 1, "qmlp": 3}
@@ -308,13 +340,15 @@ def sac_pendulum(cfg: PendulumConfig, rng: np.random.Generator) -> Outcome:
               f"< {interp.n_input_bits}", paper="sparse first layer"),
     ]
     if cfg.check_returns:
-        n_solved = float(sum(m >= 900 for m in means["dwc"]))
         ratio = float(np.mean(means["dwc"])) / max(float(np.mean(means["mlp"])), 1e-9)
-        metrics.update(n_seeds_dwc_ge_900=n_solved, mlp_return_mean=float(np.mean(means["mlp"])),
-                       dwc_over_mlp=ratio)
-        need = -(-2 * cfg.n_seeds // 3)  # >= 2 of 3 seeds, scaled to n_seeds
-        checks += [Check("n_seeds_dwc_ge_900", n_solved, f">= {need}", paper="parity with FP32 (4/5 tasks)"),
-                   Check("dwc_over_mlp", ratio, ">= 0.9", paper="~1.0")]
+        metrics.update(mlp_return_mean=float(np.mean(means["mlp"])), dwc_over_mlp=ratio)
+        if cfg.solved_return > 0:
+            n_solved = float(sum(m >= cfg.solved_return for m in means["dwc"]))
+            metrics[f"n_seeds_dwc_ge_{cfg.solved_return:g}"] = n_solved
+            need = -(-2 * cfg.n_seeds // 3)  # >= 2 of 3 seeds, scaled to n_seeds
+            checks.append(Check(f"n_seeds_dwc_ge_{cfg.solved_return:g}", n_solved, f">= {need}",
+                                paper="parity with FP32 (4/5 tasks)"))
+        checks.append(Check("dwc_over_mlp", ratio, ">= 0.9", paper="~1.0 (Hopper 1.10)"))
     return Outcome(metrics=metrics, checks=checks, figures={"training_returns": fig},
                    tables={"per_seed": rows, "first_layer_reads": interp.rows()},
                    timings={"train_total_s": float(sum(v.wall_s for v in results.values()))})
