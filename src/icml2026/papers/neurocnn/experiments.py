@@ -318,29 +318,19 @@ class ZeroShotConfig:
 
 
 def _build(name: str, cfg: ZeroShotConfig, n_classes: int, gen: torch.Generator) -> torch.nn.Module:
+    # the two continuous-kernel models share backbone, pooling and head settings
+    shared = dict(
+        channels=cfg.channels,
+        duration_s=cfg.duration_s,
+        n_modes=cfg.n_modes,
+        segment_s=cfg.segment_s,
+        window_s=cfg.window_s,
+        generator=gen,
+    )
     if name == "neurocnn":
-        return NeurOCNN(
-            1,
-            n_classes,
-            cfg.channels,
-            cfg.n_knots,
-            cfg.duration_s,
-            cfg.n_modes,
-            cfg.segment_s,
-            cfg.window_s,
-            generator=gen,
-        )
+        return NeurOCNN(1, n_classes, n_knots=cfg.n_knots, **shared)  # type: ignore[arg-type]
     if name == "ckconv":
-        return ckconv_model(
-            1,
-            n_classes,
-            cfg.channels,
-            cfg.duration_s,
-            cfg.n_modes,
-            cfg.segment_s,
-            cfg.window_s,
-            generator=gen,
-        )
+        return ckconv_model(1, n_classes, **shared)  # type: ignore[arg-type]
     if name == "fno":
         return FNOClassifier(
             1,
