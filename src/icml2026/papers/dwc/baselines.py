@@ -24,6 +24,12 @@ def squash_log_std(raw: torch.Tensor) -> torch.Tensor:
     return LOG_STD_MIN + 0.5 * (LOG_STD_MAX - LOG_STD_MIN) * (torch.tanh(raw) + 1.0)
 
 
+def check_bit_width(name: str, value: object) -> None:
+    """A quantiser bit width: an int in [2, 16] (brevitas' practical range), else ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= 16:
+        raise ValueError(f"{name} must be an int in [2, 16], got {value!r}")
+
+
 def _check_obs(obs: np.ndarray | torch.Tensor, obs_dim: int) -> torch.Tensor:
     x = torch.as_tensor(np.asarray(obs, dtype=np.float64))
     if x.ndim not in (1, 2) or x.shape[-1] != obs_dim:
@@ -89,8 +95,7 @@ class QuantMLPActor(MLPActor):
                  input_bits: int = 8, output_bits: int = 8, generator: torch.Generator | None = None) -> None:
         for name, v in (("weight_bits", weight_bits), ("act_bits", act_bits), ("input_bits", input_bits),
                         ("output_bits", output_bits)):
-            if isinstance(v, bool) or not isinstance(v, int) or not 2 <= v <= 16:
-                raise ValueError(f"{name} must be an int in [2, 16], got {v!r}")
+            check_bit_width(name, v)
         try:
             import brevitas.nn as qnn
             from brevitas.quant import Int8ActPerTensorFloat

@@ -226,7 +226,8 @@ def _run_jobs(
 ) -> dict[tuple[int, str], SACResult]:
     """Train every (seed, actor) job, in order in this process or in ``cfg.workers`` processes (same results:
     each job owns its RNG stream)."""
-    args = {(s, a): (cfg.sac(a), r, _checkpoint_file(cfg.checkpoint_dir, cfg.sac(a), r, s)) for s, a, r in jobs}
+    sac_cfgs = {a: cfg.sac(a) for a in cfg.actors()}
+    args = {(s, a): (sac_cfgs[a], r, _checkpoint_file(cfg.checkpoint_dir, sac_cfgs[a], r, s)) for s, a, r in jobs}
     if cfg.workers == 1:
         return {k: cast(SACResult, _train_job(c, r, p, True, None)) for k, (c, r, p) in args.items()}
     import multiprocessing as mp

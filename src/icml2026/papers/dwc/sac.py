@@ -21,7 +21,7 @@ from torch import nn
 
 from icml2026.core import torch_generator
 
-from .baselines import DWCActor, MLPActor, QuantMLPActor, _reinit
+from .baselines import DWCActor, MLPActor, QuantMLPActor, _reinit, check_bit_width
 from .policy import DWCPolicy
 
 __all__ = ["SACConfig", "SACResult", "make_actor", "train_sac", "evaluate", "make_env"]
@@ -62,8 +62,7 @@ class SACConfig:
         if self.actor not in ("dwc", "mlp", "qmlp"):
             raise ValueError(f"actor must be 'dwc', 'mlp' or 'qmlp', got {self.actor!r}")
         for name in ("qat_weight_bits", "qat_act_bits", "qat_input_bits"):
-            if not 2 <= getattr(self, name) <= 16:
-                raise ValueError(f"{name} must be in [2, 16], got {getattr(self, name)}")
+            check_bit_width(name, getattr(self, name))
         for name in ("total_steps", "batch_size", "buffer_size", "policy_frequency", "eval_episodes",
                      "checkpoint_every", "n_luts", "n_layers", "lut_inputs", "critic_hidden", "mlp_hidden"):
             if getattr(self, name) < 1:
