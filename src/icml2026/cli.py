@@ -1,24 +1,32 @@
-"""The one entry point: ``icml2026 list | run | report``.
+"""The one entry point: ``icml2026 list | show | run | report``.
 
-Exit status: 0 when every check passed, 1 when a check failed, 2 on bad arguments or input (one clear
-line on stderr, never a traceback).
+Exit status:
+
+- 0: every check passed;
+- 1: a check failed (the run itself worked);
+- 2: bad arguments or input, one line naming the option or config key and what was wrong;
+- 3: an internal error, or a missing dependency or system tool (one line naming what to install).
+
+No traceback reaches stderr except with ``--debug``. In a run of several experiments, the later ones still
+run after one fails; the exit status is the worst of them.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
+import os
 import sys
+import traceback
 import types
 import typing
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .core.registry import Experiment, UnknownExperimentError, all_experiments, resolve_names
+__all__ = ["main", "parse_overrides", "BadInput", "EXIT_OK", "EXIT_FAILED", "EXIT_BAD_INPUT", "EXIT_INTERNAL"]
 
-__all__ = ["main", "parse_overrides", "BadInput"]
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 class BadInput(Exception):
@@ -31,20 +39,42 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"icml2026: error: {message}\n")
 
 
+def _max_threads() -> int:
+    return max(8, 4 * (os.cpu_count() or 1))
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("icml2026")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare source tree
+        from . import __version__
+
+        return __version__
+
+
 def _build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="icml2026", description="Reference implementations of ICML 2026 papers.")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="print the traceback of an internal error")
+    p = _Parser(prog="icml2026", description="Reference implementations of ICML 2026 papers.", parents=[common])
+    p.add_argument("--version", action="version", version=f"icml2026 {_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    sub.add_parser("list", help="every experiment, its claim and its presets")
-    r = sub.add_parser("run", help="run experiments and write their run folders")
+    sub.add_parser("list", parents=[common], help="every experiment, its claim and its presets")
+    s = sub.add_parser("show", parents=[common], help="an experiment's config keys, types, presets and valid ranges")
+    s.add_argument("name", metavar="NAME", help="<slug>.<experiment>")
+    r = sub.add_parser("run", parents=[common], help="run experiments and write their run folders")
     r.add_argument("names", nargs="*", metavar="NAME", help="<slug>.<experiment>, or <slug> for all of a paper's")
     r.add_argument("--all", action="store_true", help="run every registered experiment")
     r.add_argument("--preset", default="quick", help="preset name (default: quick)")
-    r.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
+    r.add_argument("--seed", default="0",
+                   help="seed, or several: '0-2' or '0,3,7' (default: 0); each seed is its own run folder")
     r.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override one config field, typed by the preset's config (repeatable)")
     r.add_argument("--out", type=Path, default=Path("runs"), help="folder for run folders (default: runs)")
-    r.add_argument("--threads", type=int, default=1, help="torch and BLAS thread count (default: 1)")
-    rep = sub.add_parser("report", help="write reports/index.md over the newest run of every experiment")
+    r.add_argument("--threads", default="1", help="torch and BLAS thread count (default: 1)")
+    rep = sub.add_parser("report", parents=[common], help="write reports/index.md over every run folder")
     rep.add_argument("--runs", type=Path, default=Path("runs"), help="folder of run folders (default: runs)")
     rep.add_argument("--out", type=Path, default=Path("reports"), help="report folder (default: reports)")
     return p
@@ -78,7 +108,12 @@ def _convert(raw: str, tp: Any, key: str) -> Any:
     if origin in (tuple, list):
         inner = args[0] if args else str
         parts = [s.strip() for s in raw.strip("()[] ").split(",") if s.strip()]
-        vals = [_convert(s, inner, key) for s in parts]
+        if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
+            if len(parts) != len(args):
+                raise BadInput(f"--set {key}={raw}: expected {len(args)} comma-separated values")
+            vals = [_convert(s, t, key) for s, t in zip(parts, args, strict=True)]
+        else:
+            vals = [_convert(s, inner, key) for s in parts]
         return tuple(vals) if origin is tuple else vals
     if tp is bool:
         low = raw.lower()
@@ -119,9 +154,86 @@ def parse_overrides(cfg_type: type, items: list[str], exp_name: str = "") -> dic
     return out
 
 
+def build_config(base: Any, overrides: dict[str, Any], exp_name: str) -> Any:
+    """``base`` with ``overrides`` applied; a value the config rejects is bad input naming the key."""
+    try:
+        return dataclasses.replace(base, **overrides)
+    except (ValueError, TypeError, OverflowError) as exc:
+        msg = _one_line(exc)
+        keys = [k for k in overrides if k in msg]
+        named = "" if keys or not overrides else f" (--set {', '.join(overrides)})"
+        raise BadInput(f"{exp_name}: invalid config: {msg}{named}") from None
+
+
+def _parse_int(raw: str, what: str, lo: int, hi: int) -> int:
+    try:
+        v = int(raw)
+    except ValueError:
+        raise BadInput(f"{what} must be an integer, got {raw!r}") from None
+    if not lo <= v <= hi:
+        raise BadInput(f"{what} must be in {lo}..{hi}, got {v}")
+    return v
+
+
+def _parse_seeds(raw: str) -> list[int]:
+    from .core.runner import MAX_SEED
+
+    seeds: list[int] = []
+    for part in str(raw).split(","):
+        part = part.strip()
+        if "-" in part.lstrip("-") and not part.startswith("-"):
+            a, b = part.split("-", 1)
+            lo, hi = _parse_int(a, "--seed", 0, MAX_SEED), _parse_int(b, "--seed", 0, MAX_SEED)
+            if hi < lo or hi - lo >= 10_000:
+                raise BadInput(f"--seed range {part!r} must be increasing and hold at most 10000 seeds")
+            seeds += range(lo, hi + 1)
+        else:
+            seeds.append(_parse_int(part, "--seed", 0, MAX_SEED))
+    return list(dict.fromkeys(seeds))
+
+
+def _one_line(exc: BaseException, limit: int = 400) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ---------------------------------------------------------------------------------------------- errors
+def _classify(exc: BaseException, where: str) -> tuple[int, str]:
+    """(exit status, one-line message) for an exception raised while running ``where``."""
+    from .core.errors import MissingDependency
+
+    if isinstance(exc, MissingDependency):
+        return EXIT_INTERNAL, f"{where}: missing dependency: {exc}"
+    if isinstance(exc, ModuleNotFoundError) and exc.name and not exc.name.startswith("icml2026"):
+        slug = where.split(".", 1)[0]
+        return EXIT_INTERNAL, (f"{where}: the Python package {exc.name.split('.')[0]!r} is not installed: "
+                               f"pip install 'icml2026[{slug}]'")
+    if isinstance(exc, MemoryError):
+        return EXIT_INTERNAL, f"{where}: out of memory (try smaller sizes with --set, or a smaller preset)"
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return EXIT_INTERNAL, f"{where}: no space left on the device while writing ({_one_line(exc)})"
+    if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
+        return EXIT_BAD_INPUT, f"{where}: cannot write: {_one_line(exc)}"
+    return EXIT_INTERNAL, (f"{where}: internal error: {type(exc).__name__}: {_one_line(exc)} "
+                           "(rerun with --debug for the traceback)")
+
+
+def _report_exception(exc: BaseException, where: str, debug: bool) -> int:
+    code, msg = _classify(exc, where)
+    if debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"icml2026: error: {msg}", file=sys.stderr, flush=True)
+    return code
+
+
 # ---------------------------------------------------------------------------------------------- commands
 def _cmd_list() -> int:
-    exps = all_experiments()
+    from .core.catalog import CatalogError, catalog
+
+    try:
+        exps = catalog()
+    except CatalogError as exc:
+        raise RuntimeError(str(exc)) from None
     if not exps:
         print("no experiments registered")
         return EXIT_OK
@@ -130,71 +242,136 @@ def _cmd_list() -> int:
     return EXIT_OK
 
 
-def _plan(args: argparse.Namespace) -> list[tuple[Experiment, Any]]:
-    """Resolve names and build every config before anything runs (bad input fails early, writes nothing)."""
+def _resolve(names: list[str]) -> list[Any]:
+    from .core.registry import UnknownExperimentError, resolve_names
+
+    try:
+        return resolve_names(names)
+    except UnknownExperimentError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from .core.config import describe_config
+
+    if "." not in args.name:
+        raise BadInput(f"show needs one experiment, <slug>.<experiment>; got {args.name!r}")
+    (exp,) = _resolve([args.name])
+    print(f"{exp.name}\n    claim:   {exp.claim}\n    presets: {', '.join(exp.presets)}\n")
+    infos = describe_config(exp.config_type)
+    rows = [["key", "type", "valid", *exp.presets]]
+    for f in infos:
+        rows.append([f.name, f.type, f.valid, *(repr(getattr(cfg, f.name)) for cfg in exp.presets.values())])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    helps = [f for f in infos if f.help]
+    if helps:
+        print()
+        for f in helps:
+            print(f"  {f.name}: {f.help}")
+    return EXIT_OK
+
+
+def _plan(args: argparse.Namespace) -> tuple[list[tuple[Any, Any, dict[str, Any]]], list[tuple[str, BaseException]]]:
+    """Resolve names and build every config before anything runs (bad input fails early, writes nothing).
+
+    Returns the runnable (experiment, config, overrides) triples and the papers that could not be imported
+    (a missing extra), which are reported with exit status 3 while the others still run.
+    """
+    from .core.catalog import catalog, match_names
+    from .core.errors import MissingDependency
+    from .core.registry import import_paper
+
     if args.all and args.names:
         raise BadInput("give experiment names or --all, not both")
     if not args.all and not args.names:
         raise BadInput("name at least one experiment (see 'icml2026 list') or use --all")
-    if args.seed < 0:
-        raise BadInput(f"--seed must be >= 0, got {args.seed}")
-    if args.threads < 1:
-        raise BadInput(f"--threads must be >= 1, got {args.threads}")
-    try:
-        exps = list(all_experiments().values()) if args.all else resolve_names(args.names)
-    except UnknownExperimentError as exc:
-        raise BadInput(str(exc)) from None
+    args.seeds = _parse_seeds(args.seed)
+    args.n_threads = _parse_int(args.threads, "--threads", 1, _max_threads())
+    if args.all:
+        names = list(catalog())
+    else:
+        try:
+            names = match_names(args.names, catalog())
+        except LookupError as exc:
+            # experiments registered outside the sources (tests) are still found by the registry
+            from .core.registry import UnknownExperimentError, resolve_names
+
+            try:
+                names = [e.name for e in resolve_names(args.names)]
+            except UnknownExperimentError:
+                raise BadInput(str(exc.args[0])) from None
+    broken: list[tuple[str, BaseException]] = []
+    exps = []
+    from .core import registry
+
+    for slug in dict.fromkeys(n.split(".", 1)[0] for n in names):
+        try:
+            import_paper(slug)
+        except (MissingDependency, ImportError) as exc:
+            broken += [(n, exc) for n in names if n.split(".", 1)[0] == slug]
+    for n in names:
+        if n in registry._REGISTRY and all(n != b for b, _ in broken):
+            exps.append(registry._REGISTRY[n])
     plan = []
     for e in exps:
         if args.preset not in e.presets:
             raise BadInput(f"{e.name} has no preset {args.preset!r}; presets: {', '.join(e.presets)}")
         base = e.presets[args.preset]
         changes = parse_overrides(type(base), args.overrides, e.name)
-        try:
-            cfg = dataclasses.replace(base, **changes)
-        except (ValueError, TypeError) as exc:
-            raise BadInput(f"{e.name}: invalid config: {exc}") from None
-        plan.append((e, cfg))
-    return plan
+        plan.append((e, build_config(base, changes, e.name), changes))
+    return plan, broken
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from .core.runner import check_writable, run_experiment
 
-    plan = _plan(args)
-    try:
-        check_writable(args.out)
-    except OSError as exc:
-        raise BadInput(str(exc)) from None
-    status = EXIT_OK
-    for exp, cfg in plan:
-        print(f"running {exp.name} (preset {args.preset}, seed {args.seed}) ...", flush=True)
+    plan, broken = _plan(args)
+    if plan:
         try:
-            res = run_experiment(exp, cfg, preset=args.preset, seed=args.seed, out=args.out,
-                                 n_threads=args.threads)
-        except ValueError as exc:
-            raise BadInput(f"{exp.name}: {exc}") from None
-        r = res.results
-        n_ok = sum(c["passed"] for c in r["checks"])
-        tag = "PASS" if res.passed else "FAIL"
-        print(f"{tag} {exp.name}: {n_ok}/{len(r['checks'])} checks, {r['timing']['wall_s']:.1f} s -> {res.path}",
-              flush=True)
-        for c in r["checks"]:
-            if not c["passed"]:
-                print(f"    failed: {c['name']} = {c['value']} (target {c['target']})", flush=True)
-        if not res.passed:
-            status = EXIT_FAILED
+            check_writable(args.out)
+        except OSError as exc:
+            raise BadInput(str(exc)) from None
+    status = EXIT_OK
+    for name, exc in broken:
+        status = max(status, _report_exception(exc, name, args.debug))
+    for exp, cfg, overrides in plan:
+        for seed in args.seeds:
+            print(f"running {exp.name} (preset {args.preset}, seed {seed}) ...", flush=True)
+            try:
+                res = run_experiment(exp, cfg, preset=args.preset, seed=seed, out=args.out,
+                                     n_threads=args.n_threads, overrides=overrides)
+            except KeyboardInterrupt:
+                raise
+            except Exception as exc:  # noqa: BLE001 - every failure becomes one line and a status
+                status = max(status, _report_exception(exc, exp.name, args.debug))
+                continue
+            r = res.results
+            n_ok = sum(c["passed"] for c in r["checks"])
+            tag = "PASS" if res.passed else "FAIL"
+            print(f"{tag} {exp.name}: {n_ok}/{len(r['checks'])} checks, {r['timing']['wall_s']:.1f} s -> {res.path}",
+                  flush=True)
+            for c in r["checks"]:
+                if not c["passed"]:
+                    print(f"    failed: {c['name']} = {c['value']} (target {c['target']})", flush=True)
+            if not res.passed:
+                status = max(status, EXIT_FAILED)
     return status
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .core.report import write_index
+    from .core.report import ReportError, write_index
 
     if not args.runs.is_dir():
         raise BadInput(f"no run folder {str(args.runs)!r}; run experiments first ('icml2026 run ...')")
     try:
         index = write_index(args.runs, args.out)
+    except ReportError as exc:
+        raise BadInput(str(exc)) from None
     except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise
         raise BadInput(f"cannot write the report to {str(args.out)!r}: {exc.strerror or exc}") from None
     print(f"wrote {index}")
     return EXIT_OK
@@ -202,9 +379,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
+    args.debug = getattr(args, "debug", False)
     try:
         if args.command == "list":
             return _cmd_list()
+        if args.command == "show":
+            return _cmd_show(args)
         if args.command == "run":
             return _cmd_run(args)
         return _cmd_report(args)
@@ -214,6 +394,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("icml2026: interrupted; no partial run folder was left", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, exit 3
+        return _report_exception(exc, f"icml2026 {args.command}", args.debug)
 
 
 if __name__ == "__main__":  # pragma: no cover

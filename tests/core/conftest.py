@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from icml2026.core import registry
+from icml2026.core import catalog, registry
+from icml2026.core.catalog import ExperimentInfo
 from icml2026.core.outcome import Check, Outcome
 from icml2026.core.plotting import new_figure
 
@@ -61,6 +63,13 @@ def toy_registry(monkeypatch: pytest.MonkeyPatch) -> dict[str, registry.Experime
     table: dict[str, registry.Experiment] = {}
     monkeypatch.setattr(registry, "_REGISTRY", table)
     monkeypatch.setattr(registry, "discover", lambda slugs=None: None)
+    monkeypatch.setattr(registry, "import_paper", lambda slug: None)
+
+    def toy_catalog() -> dict[str, ExperimentInfo]:  # the CLI lists from source; here, from the toy table
+        return {n: ExperimentInfo(n, e.claim, tuple(e.presets), Path(__file__)) for n, e in sorted(table.items())}
+
+    monkeypatch.setattr(catalog, "catalog", toy_catalog)
+    monkeypatch.setattr(registry, "catalog", toy_catalog)
     registry.experiment("toy.passes", claim="toy claim that passes", presets=PRESETS)(toy_pass)
     registry.experiment("toy.fails", claim="toy claim that fails", presets=PRESETS)(toy_fail)
     registry.experiment("toy.torchy", claim="toy claim using torch", presets=PRESETS)(toy_torch)

@@ -12,6 +12,11 @@ def _run(name: str, out: Path, seed: int = 0):
     return runner.run_experiment(exp, QUICK, preset="quick", seed=seed, out=out)
 
 
+def _visible(folder: Path) -> list[str]:
+    """Entries other than the per-folder lock files (``.<run>.lock``, kept so that writers can lock)."""
+    return sorted(p.name for p in folder.iterdir() if not p.name.endswith(".lock"))
+
+
 def test_run_folder_contents(toy_registry: dict, tmp_path: Path) -> None:
     res = _run("toy.passes", tmp_path)
     assert res.path == tmp_path / "toy.passes" / "quick-seed0"
@@ -24,7 +29,7 @@ def test_run_folder_contents(toy_registry: dict, tmp_path: Path) -> None:
     assert data["timing"]["wall_s"] >= 0
     report = (res.path / "report.md").read_text()
     assert "toy claim that passes" in report and "PASSED" in report and "![toy.png](toy.png)" in report
-    assert [p.name for p in tmp_path.joinpath("toy.passes").iterdir()] == ["quick-seed0"]  # no temporaries
+    assert _visible(tmp_path / "toy.passes") == ["quick-seed0"]  # no temporaries
 
 
 def test_failed_check_gives_failed_verdict(toy_registry: dict, tmp_path: Path) -> None:
@@ -55,7 +60,7 @@ def test_interrupted_write_leaves_nothing_and_keeps_previous_run(
     with pytest.raises(KeyboardInterrupt):
         _run("toy.passes", tmp_path, seed=0)
     assert (good.path / "results.json").read_text() == before  # the previous good run survives
-    assert [p.name for p in (tmp_path / "toy.passes").iterdir()] == ["quick-seed0"]  # no temporary left
+    assert _visible(tmp_path / "toy.passes") == ["quick-seed0"]  # no temporary left
     with pytest.raises(KeyboardInterrupt):
         _run("toy.passes", tmp_path, seed=5)
     assert not (tmp_path / "toy.passes" / "quick-seed5").exists()
@@ -93,6 +98,6 @@ def test_report_index_uses_newest_run(toy_registry: dict, tmp_path: Path) -> Non
     _run("toy.fails", runs)
     index = write_index(runs, tmp_path / "reports")
     text = index.read_text()
-    assert "toy.passes/report.md" in text and "toy claim that fails" in text
-    assert "1 of 2 experiments passed" in text
-    assert (tmp_path / "reports" / "toy.passes" / "toy.png").exists()
+    assert "toy.passes/quick-seed0/report.md" in text and "toy claim that fails" in text
+    assert "1 of 2 rows pass every check" in text
+    assert (tmp_path / "reports" / "toy.passes" / "quick-seed0" / "toy.png").exists()

@@ -1,22 +1,24 @@
 """The ``@experiment`` decorator and the name -> experiment table.
 
-Discovery imports every ``icml2026.papers.<slug>.experiments`` module it finds on disk; core never names
-a paper. An experiment is a function ``(cfg, rng) -> Outcome`` registered as ``<slug>.<name>``.
+Discovery imports ``icml2026.papers.<slug>.experiments`` modules found on disk, only of the papers asked for;
+core never names a paper. Listing experiments does not import anything: :mod:`.catalog` reads the same
+registrations from source. An experiment is a function ``(cfg, rng) -> Outcome`` registered as
+``<slug>.<name>``. A paper whose optional dependencies are missing raises :class:`MissingDependency` naming
+its extra.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import importlib
-import importlib.util
-import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .catalog import NAME_RE, catalog, match_names, paper_dirs, unknown_message
+from .errors import MissingDependency
 from .outcome import Outcome
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "get_experiment",
     "resolve_names",
     "UnknownExperimentError",
+    "import_paper",
 ]
 
 ExperimentFn = Callable[[Any, np.random.Generator], Outcome]
@@ -78,7 +81,7 @@ def experiment(
     ``presets`` maps preset names to frozen config dataclass instances of one type, and must hold at
     least ``quick`` and ``full``.
     """
-    if name.count(".") != 1 or not all(part.isidentifier() for part in name.split(".")):
+    if not NAME_RE.match(name):
         raise ValueError(f"experiment name {name!r} must look like '<slug>.<experiment>'")
     if not claim or not claim.strip():
         raise ValueError(f"experiment {name!r} needs a one-sentence claim")
@@ -100,32 +103,43 @@ def experiment(
 
 def paper_slugs() -> list[str]:
     """The slugs of every paper folder on disk (``papers/<slug>/`` with an ``experiments.py``)."""
+    return list(paper_dirs())
+
+
+def import_paper(slug: str) -> None:
+    """Import ``papers/<slug>/experiments.py`` so that it registers its experiments.
+
+    Raises
+    ------
+    MissingDependency
+        When the paper needs a Python package that is not installed; names ``pip install 'icml2026[<slug>]'``.
+    """
     from .. import papers
 
-    slugs = []
-    for info in sorted(pkgutil.iter_modules(papers.__path__), key=lambda i: i.name):
-        if info.ispkg and importlib.util.find_spec(f"{papers.__name__}.{info.name}.experiments") is not None:
-            slugs.append(info.name)
-    return slugs
+    if slug not in paper_dirs():
+        return
+    try:
+        importlib.import_module(f"{papers.__name__}.{slug}.experiments")
+    except ModuleNotFoundError as exc:
+        missing = (exc.name or "").split(".")[0]
+        if missing in ("", "icml2026"):
+            raise
+        raise MissingDependency(f"the Python package {missing!r} (needed by {slug})",
+                                f"pip install 'icml2026[{slug}]'") from exc
 
 
 def discover(slugs: list[str] | None = None) -> None:
-    """Import ``papers/<slug>/experiments.py`` of every paper (or only of ``slugs``) so that it registers.
+    """Import the experiments of every paper (or only of ``slugs``) so that they register.
 
     Importing one paper does not import the others, so naming one paper on the command line does not pay
     for every paper's heavy dependencies.
     """
-    from .. import papers
-
     for slug in paper_slugs() if slugs is None else slugs:
-        mod_name = f"{papers.__name__}.{slug}.experiments"
-        if slug.isidentifier() and importlib.util.find_spec(f"{papers.__name__}.{slug}") is not None:
-            if importlib.util.find_spec(mod_name) is not None:
-                importlib.import_module(mod_name)
+        import_paper(slug)
 
 
 def all_experiments() -> dict[str, Experiment]:
-    """Every registered experiment, by name, after discovery."""
+    """Every registered experiment, by name, after importing every paper."""
     discover()
     return dict(sorted(_REGISTRY.items()))
 
@@ -135,34 +149,29 @@ def get_experiment(name: str) -> Experiment:
     discover([name.split(".", 1)[0]])
     if name in _REGISTRY:
         return _REGISTRY[name]
-    raise UnknownExperimentError(_unknown_message(name, all_experiments()))
+    raise UnknownExperimentError(unknown_message(name, catalog()))
 
 
 def resolve_names(names: list[str]) -> list[Experiment]:
     """Expand names: ``slug.experiment`` exactly, or ``slug`` for all of that paper's experiments.
 
-    Only the named papers are imported; every paper is imported only to suggest names for a typo.
+    Names are resolved from the source catalog (a typo is reported without importing anything); only the
+    named papers are imported.
     """
-    discover(sorted({n.split(".", 1)[0] for n in names}))
-    exps = dict(sorted(_REGISTRY.items()))
-    if any(n not in exps and not any(e.slug == n for e in exps.values()) for n in names):
-        exps = all_experiments()
-    chosen: list[Experiment] = []
-    for name in names:
-        if name in exps:
-            hits = [exps[name]]
+    try:
+        chosen = match_names(names, catalog())
+    except LookupError as exc:
+        # an experiment registered outside the papers' sources (tests) is still found by name
+        if all(n in _REGISTRY or any(e.slug == n for e in _REGISTRY.values()) for n in names):
+            chosen = [k for n in names for k in ([n] if n in _REGISTRY else
+                                                  [k for k, e in _REGISTRY.items() if e.slug == n])]
         else:
-            hits = [e for e in exps.values() if e.slug == name]
-        if not hits:
-            raise UnknownExperimentError(_unknown_message(name, exps))
-        for e in hits:
-            if e not in chosen:
-                chosen.append(e)
-    return chosen
-
-
-def _unknown_message(name: str, exps: Mapping[str, Experiment]) -> str:
-    candidates = sorted(set(exps) | {e.slug for e in exps.values()})
-    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(close)}?" if close else "; run 'icml2026 list' to see them"
-    return f"unknown experiment {name!r}{hint}"
+            raise UnknownExperimentError(str(exc)) from None
+    discover(sorted({n.split(".", 1)[0] for n in chosen}))
+    out: list[Experiment] = []
+    for n in chosen:
+        if n not in _REGISTRY:
+            raise UnknownExperimentError(f"experiment {n!r} is in the source but did not register")
+        if _REGISTRY[n] not in out:
+            out.append(_REGISTRY[n])
+    return out

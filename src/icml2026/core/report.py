@@ -1,19 +1,99 @@
-"""``results.json`` -> ``report.md`` per run, and ``reports/index.md`` over the newest run of each experiment."""
+"""``results.json`` -> ``report.md`` per run, and ``reports/index.md`` over every run of every experiment.
+
+The report reads run folders that anyone may have edited, so it trusts nothing in them:
+
+- every path it writes is derived from folder names on disk that match ``<slug>.<experiment>/<preset>-seed<n>
+  [-<hash>]``, never from the contents of a ``results.json``; ``--out`` may not be, or lie inside, the runs
+  folder (nor the other way round);
+- every check's verdict is recomputed from its value and target (a stored ``"passed": true`` is ignored);
+- a run that cannot be read (truncated JSON, a wrong shape, a name that disagrees with its folder) is
+  skipped and named with the reason, in the index and on stderr;
+- only regular files are copied (symbolic links and anything else are skipped and named), and only
+  ``results.json`` and the PNGs the run lists; ``report.md`` is rendered anew from the checked data;
+- every string from a run is escaped before it goes into Markdown (no HTML or Markdown injection);
+- temporary files and folders have unique names (``mkstemp``/``mkdtemp``) and are renamed into place.
+
+Several seeds of one experiment, preset and override set are aggregated into one row: each check's mean,
+spread (sample standard deviation) and pass count over seeds, so a claim that passes on one seed and fails
+on another is visible.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import os
 import shutil
+import stat
+import statistics
+import sys
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["render_run_report", "collect_latest_runs", "write_index"]
+from .catalog import NAME_RE
+from .outcome import evaluate_target
+
+__all__ = [
+    "render_run_report",
+    "md",
+    "RunRecord",
+    "Skipped",
+    "ReportError",
+    "collect_runs",
+    "collect_latest_runs",
+    "write_index",
+]
+
+_FIGURE_RE = __import__("re").compile(r"^[A-Za-z0-9_.-]+\.png$")
+_PRESET_ORDER = {"paper": 0, "full": 1, "quick": 2, "smoke": 3}
+
+
+class ReportError(ValueError):
+    """Bad arguments to the report (e.g. ``--out`` inside the runs folder): exit status 2."""
+
+
+# ------------------------------------------------------------------------------------------------ escaping
+_MD_SPECIAL = set("\\`*_[]<>&|~#!")
+
+
+def md(x: Any) -> str:
+    """Text safe inside a Markdown table cell: no HTML, links, images, emphasis or cell breaks survive."""
+    s = str(x)
+    out = []
+    for ch in s:
+        if ch in "\r\n\t":
+            out.append(" ")
+        elif ch == "<":
+            out.append("&lt;")
+        elif ch == ">":
+            out.append("&gt;")
+        elif ch == "&":
+            out.append("&amp;")
+        elif ch in _MD_SPECIAL:
+            out.append("\\" + ch)
+        elif ord(ch) < 32 or ch == "\x7f":
+            out.append(" ")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _num(x: Any) -> float:
+    if isinstance(x, str) and x in ("nan", "inf", "-inf"):
+        return float(x)
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise TypeError(f"not a number: {x!r}")
+    return float(x)
 
 
 def _fmt(x: Any) -> str:
     if isinstance(x, bool):
         return "yes" if x else "no"
     if isinstance(x, float):
+        if math.isnan(x) or math.isinf(x):
+            return str(x)
         if x == 0:
             return "0"
         if abs(x) >= 1e5 or abs(x) < 1e-3:
@@ -21,7 +101,9 @@ def _fmt(x: Any) -> str:
         return f"{x:.4g}"
     if x is None:
         return "-"
-    return str(x).replace("|", "\\|")
+    if isinstance(x, (dict, list)):
+        return md(json.dumps(x, sort_keys=True))
+    return md(x)
 
 
 def _table(rows: list[dict[str, Any]]) -> list[str]:
@@ -30,110 +112,441 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
     cols: list[str] = []
     for r in rows:
         cols += [c for c in r if c not in cols]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines = ["| " + " | ".join(md(c) for c in cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_fmt(r.get(c)) for c in cols) + " |" for r in rows]
     return lines
 
 
 def render_run_report(res: dict[str, Any]) -> str:
-    """Markdown for one run: claim, verdict, checks beside the paper's figure, metrics, config, figures."""
-    verdict = res["verdict"].upper()
+    """Markdown for one run: claim, verdict, checks beside the paper's figure, metrics, config, figures.
+
+    Verdicts are recomputed from each check's value and target; every string is escaped.
+    """
+    checks = [dict(c, passed=_passes(c)) for c in res["checks"]]
+    verdict = "PASSED" if checks and all(c["passed"] for c in checks) else "FAILED"
+    over = res.get("overrides") or {}
     lines = [
-        f"# {res['experiment']} ({res['preset']}, seed {res['seed']})",
+        f"# {md(res['experiment'])} ({md(res['preset'])}, seed {int(res['seed'])})",
         "",
-        f"**Claim.** {res['claim']}",
+        f"**Claim.** {md(res['claim'])}",
         "",
-        f"**Verdict: {verdict}** ({sum(c['passed'] for c in res['checks'])}/{len(res['checks'])} checks passed;"
-        f" wall time {res['timing']['wall_s']:.1f} s; {res['created']})",
+    ]
+    if over:
+        lines += ["**Overrides** (`--set`): " + ", ".join(f"{md(k)}={_fmt(v)}" for k, v in over.items()), ""]
+    lines += [
+        f"**Verdict: {verdict}** ({sum(c['passed'] for c in checks)}/{len(checks)} checks passed;"
+        f" wall time {_num(res['timing']['wall_s']):.1f} s; {md(res.get('created', '-'))})",
         "",
         "## Checks",
         "",
     ]
     lines += _table(
         [
-            {"check": c["name"], "ours": c["value"], "target": c["target"], "paper": c["paper"],
+            {"check": c["name"], "ours": _num(c["value"]), "target": c["target"], "paper": c.get("paper"),
              "passed": c["passed"]}
-            for c in res["checks"]
+            for c in checks
         ]
     )
     lines += ["", "## Metrics", ""]
-    lines += _table([{"metric": k, "value": v} for k, v in res["metrics"].items()])
-    for name, rows in res.get("tables", {}).items():
-        lines += ["", f"## Table: {name}", ""] + _table(rows)
+    lines += _table([{"metric": k, "value": _num(v)} for k, v in res["metrics"].items()])
+    for name, rows in (res.get("tables") or {}).items():
+        lines += ["", f"## Table: {md(name)}", ""] + _table(rows)
     lines += ["", "## Config", ""]
     lines += _table([{"key": k, "value": v} for k, v in res["config"].items()])
     if res.get("figures"):
-        lines += ["", "## Figures", ""] + [f"![{f}]({f})" for f in res["figures"]]
-    v = res.get("versions", {})
+        lines += ["", "## Figures", ""] + [f"![{md(f)}]({f})" for f in res["figures"] if _FIGURE_RE.match(f)]
+    v = res.get("versions") or {}
+    commit = res.get("git_commit")
     lines += [
         "",
         "## Environment",
         "",
-        ", ".join(f"{k} {val}" for k, val in v.items())
-        + (f"; commit {res['git_commit']}" if res.get("git_commit") else ""),
+        ", ".join(f"{md(k)} {md(val)}" for k, val in v.items()) + (f"; commit {md(commit)}" if commit else ""),
         "",
     ]
     return "\n".join(lines)
 
 
-def collect_latest_runs(runs: Path) -> dict[str, tuple[Path, dict[str, Any]]]:
-    """The newest complete run folder of every experiment under ``runs`` (by its ``created`` stamp)."""
-    latest: dict[str, tuple[Path, dict[str, Any]]] = {}
-    for f in sorted(Path(runs).glob("*/*/results.json")):
-        if f.parent.name.startswith("."):  # a temporary or superseded folder
-            continue
+# ------------------------------------------------------------------------------------------------ reading
+@dataclass(frozen=True)
+class Skipped:
+    """A path the report did not use, and why."""
+
+    path: Path
+    reason: str
+
+
+@dataclass
+class RunRecord:
+    """One checked run folder: its on-disk identity and its parsed, validated results."""
+
+    folder: Path
+    experiment: str
+    preset: str
+    seed: int
+    overrides_hash: str | None
+    results: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def checks(self) -> list[dict[str, Any]]:
+        return [dict(c, passed=_passes(c)) for c in self.results["checks"]]
+
+    @property
+    def passed(self) -> bool:
+        cs = self.checks
+        return bool(cs) and all(c["passed"] for c in cs)
+
+
+def _passes(c: dict[str, Any]) -> bool:
+    return evaluate_target(_num(c["value"]), c["target"])
+
+
+def _validate(res: Any, exp: str, preset: str, seed: int, h: str | None) -> list[str]:
+    """Check the shape of a parsed results.json; raise ValueError with the first problem. Returns notes."""
+    if not isinstance(res, dict):
+        raise ValueError("results.json is not a JSON object")
+    for key, tp in (("experiment", str), ("claim", str), ("preset", str), ("checks", list), ("metrics", dict),
+                    ("config", dict), ("timing", dict)):
+        if not isinstance(res.get(key), tp):
+            raise ValueError(f"field {key!r} is missing or not a {tp.__name__}")
+    if res["experiment"] != exp:
+        raise ValueError(f"its experiment field {res['experiment']!r} does not match its folder {exp!r}")
+    if res["preset"] != preset:
+        raise ValueError(f"its preset {res['preset']!r} does not match its folder ({preset!r})")
+    if isinstance(res.get("seed"), bool) or res.get("seed") != seed:
+        raise ValueError(f"its seed {res.get('seed')!r} does not match its folder ({seed})")
+    over = res.get("overrides", {})
+    if not isinstance(over, dict):
+        raise ValueError("field 'overrides' is not an object")
+    from .runner import overrides_hash
+
+    if overrides_hash(over) != h:
+        raise ValueError("its overrides do not match the hash in its folder name")
+    _num(res["timing"].get("wall_s"))
+    for k, v in res["metrics"].items():
         try:
-            res = json.loads(f.read_text())
-            name = res["experiment"]
-            key = (res["created"], res["preset"] == "full")
-        except (OSError, ValueError, KeyError):
+            _num(v)
+        except TypeError:
+            raise ValueError(f"metric {k!r} is not a number") from None
+    notes = []
+    for i, c in enumerate(res["checks"]):
+        if not isinstance(c, dict) or not isinstance(c.get("name"), str) or not isinstance(c.get("target"), str):
+            raise ValueError(f"check #{i} lacks a name or a target")
+        try:
+            ok = _passes(c)
+        except TypeError:
+            raise ValueError(f"check {c['name']!r} has a value that is not a number") from None
+        if c.get("passed") is not None and bool(c.get("passed")) != ok:
+            notes.append(f"check {c['name']!r} was stored as passed={c.get('passed')}; recomputed: {ok}")
+    figs = res.get("figures", [])
+    if not isinstance(figs, list) or not all(isinstance(f, str) for f in figs):
+        raise ValueError("field 'figures' is not a list of file names")
+    tables = res.get("tables", {}) or {}
+    if not isinstance(tables, dict) or not all(
+        isinstance(rows, list) and all(isinstance(r, dict) for r in rows) for rows in tables.values()
+    ):
+        raise ValueError("field 'tables' is not an object of lists of rows")
+    return notes
+
+
+def _is_real_dir(p: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(p).st_mode)
+    except OSError:
+        return False
+
+
+def _is_regular_file(p: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(p).st_mode)
+    except OSError:
+        return False
+
+
+def collect_runs(runs: Path) -> tuple[list[RunRecord], list[Skipped]]:
+    """Every readable run folder under ``runs`` and every skipped one with its reason."""
+    from .runner import RUN_FOLDER_RE
+
+    runs = Path(runs)
+    records: list[RunRecord] = []
+    skipped: list[Skipped] = []
+    for exp_dir in sorted(runs.iterdir()):
+        if exp_dir.name.startswith("."):
             continue
-        if name not in latest or key > (latest[name][1]["created"], latest[name][1]["preset"] == "full"):
-            latest[name] = (f.parent, res)
-    return dict(sorted(latest.items()))
+        if not NAME_RE.match(exp_dir.name):
+            skipped.append(Skipped(exp_dir, "not an experiment folder (<slug>.<experiment>)"))
+            continue
+        if not _is_real_dir(exp_dir):
+            skipped.append(Skipped(exp_dir, "not a plain folder (symbolic links are not followed)"))
+            continue
+        for run_dir in sorted(exp_dir.iterdir()):
+            if run_dir.name.startswith("."):
+                if ".tmp-" in run_dir.name or ".old-" in run_dir.name:
+                    skipped.append(Skipped(run_dir, "temporary folder of an unfinished or replaced run"))
+                continue
+            m = RUN_FOLDER_RE.match(run_dir.name)
+            if not m:
+                skipped.append(Skipped(run_dir, "not a run folder (<preset>-seed<n>[-<hash>])"))
+                continue
+            if not _is_real_dir(run_dir):
+                skipped.append(Skipped(run_dir, "not a plain folder (symbolic links are not followed)"))
+                continue
+            f = run_dir / "results.json"
+            if not _is_regular_file(f):
+                skipped.append(Skipped(run_dir, "no results.json (or it is not a regular file)"))
+                continue
+            try:
+                res = json.loads(f.read_text(encoding="utf-8"))
+                notes = _validate(res, exp_dir.name, m["preset"], int(m["seed"]), m["hash"])
+            except (OSError, UnicodeDecodeError) as exc:
+                skipped.append(Skipped(run_dir, f"results.json cannot be read: {exc}"))
+                continue
+            except json.JSONDecodeError as exc:
+                skipped.append(Skipped(run_dir, f"results.json is not valid JSON ({exc.msg} at line {exc.lineno})"))
+                continue
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                skipped.append(Skipped(run_dir, f"results.json is malformed: {exc}"))
+                continue
+            records.append(RunRecord(run_dir, exp_dir.name, m["preset"], int(m["seed"]), m["hash"], res, notes))
+    return records, skipped
 
 
-def write_index(runs: Path, reports: Path) -> Path:
-    """Copy the newest run of each experiment into ``reports/<experiment>/`` and write ``reports/index.md``.
+def collect_latest_runs(runs: Path) -> dict[str, tuple[Path, dict[str, Any]]]:
+    """The newest readable run of every experiment (a full run preferred over a quick one of the same time)."""
+    records, _ = collect_runs(runs)
+    latest: dict[str, RunRecord] = {}
+    for r in records:
+        key = (str(r.results.get("created", "")), r.preset == "full")
+        cur = latest.get(r.experiment)
+        if cur is None or key > (str(cur.results.get("created", "")), cur.preset == "full"):
+            latest[r.experiment] = r
+    return {k: (v.folder, v.results) for k, v in sorted(latest.items())}
 
-    The copy makes ``reports/`` self-contained (``runs/`` is not committed). The index is written through a
-    temporary file and renamed, so a failure never leaves a half-written index.
+
+# ------------------------------------------------------------------------------------------------ writing
+def _check_places(runs: Path, reports: Path) -> None:
+    r, o = runs.resolve(), reports.resolve()
+    if r == o or o.is_relative_to(r):
+        raise ReportError(f"--out {str(reports)!r} is, or lies inside, the runs folder {str(runs)!r}")
+    if r.is_relative_to(o):
+        raise ReportError(f"the runs folder {str(runs)!r} lies inside --out {str(reports)!r}")
+
+
+def _copy_run(rec: RunRecord, dest: Path, skipped: list[Skipped]) -> None:
+    """Write ``dest`` (a new folder) from ``rec``: results.json, report.md re-rendered, the listed PNGs."""
+    dest.mkdir()
+    (dest / "results.json").write_text(json.dumps(rec.results, indent=2) + "\n", encoding="utf-8")
+    figures = []
+    for name in rec.results.get("figures", []):
+        src = rec.folder / name
+        if not _FIGURE_RE.match(name):
+            skipped.append(Skipped(src, "figure name is not a plain .png file name"))
+        elif not _is_regular_file(src):
+            skipped.append(Skipped(src, "figure is missing or not a regular file (links are not followed)"))
+        else:
+            with open(src, "rb") as fh_in, open(dest / name, "xb") as fh_out:
+                shutil.copyfileobj(fh_in, fh_out)
+            figures.append(name)
+    (dest / "report.md").write_text(render_run_report(dict(rec.results, figures=figures)), encoding="utf-8")
+
+
+def _swap_in(tmp: Path, dest: Path) -> None:
+    """Put the folder ``tmp`` at ``dest``, replacing a folder (or unlinking a symlink) that is there."""
+    old = None
+    if os.path.lexists(dest):
+        if not _is_real_dir(dest):
+            os.unlink(dest)  # a planted link or file: remove the link itself, never its target
+        else:
+            old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
+            os.rename(dest, old / "x")
+    os.rename(tmp, dest)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _stats(values: list[float]) -> tuple[float, float]:
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return float("nan"), float("nan")
+    mean = statistics.fmean(finite)
+    sd = statistics.stdev(finite) if len(finite) > 1 else 0.0
+    return mean, sd
+
+
+def _group_key(r: RunRecord) -> tuple[str, int, str, str]:
+    return (r.experiment, _PRESET_ORDER.get(r.preset, 9), r.preset, r.overrides_hash or "")
+
+
+def _checks_cell(group: list[RunRecord]) -> str:
+    names: list[str] = []
+    for r in group:
+        names += [c["name"] for c in r.results["checks"] if c["name"] not in names]
+    parts = []
+    n = len(group)
+    for name in names:
+        rows = [c for r in group for c in r.checks if c["name"] == name]
+        vals = [_num(c["value"]) for c in rows]
+        k = sum(c["passed"] for c in rows)
+        mark = "✅" if k == n else ("❌" if k == 0 else "⚠️")
+        target = rows[0]["target"]
+        paper = next((c.get("paper") for c in rows if c.get("paper")), None)
+        if n == 1:
+            value = _fmt(vals[0])
+        else:
+            mean, sd = _stats(vals)
+            value = f"{_fmt(mean)} ± {_fmt(sd)}"
+        tail = f" [{_fmt(paper)}]" if paper else ""
+        count = f", {k}/{n} seeds" if n > 1 else ""
+        parts.append(f"{mark} {md(name)} = {value} ({md(target)}{count}){tail}")
+    return "<br>".join(parts) if parts else "(no checks)"
+
+
+def _aggregate_md(group: list[RunRecord]) -> str:
+    first = group[0]
+    over = first.results.get("overrides") or {}
+    lines = [f"# {md(first.experiment)}: {md(first.preset)}, {len(group)} seed(s)", "",
+             f"**Claim.** {md(first.results['claim'])}", ""]
+    if over:
+        lines += ["**Overrides:** " + ", ".join(f"{md(k)}={_fmt(v)}" for k, v in over.items()), ""]
+    lines += ["Seeds: " + ", ".join(f"[{r.seed}]({r.folder.name}/report.md)" for r in group), "", "## Checks", ""]
+    names: list[str] = []
+    for r in group:
+        names += [c["name"] for c in r.results["checks"] if c["name"] not in names]
+    rows = []
+    for name in names:
+        cs = [(r.seed, c) for r in group for c in r.checks if c["name"] == name]
+        mean, sd = _stats([_num(c["value"]) for _, c in cs])
+        rows.append({"check": name, "target": cs[0][1]["target"], "mean": mean, "sd": sd, "n": len(cs),
+                     "passed": f"{sum(c['passed'] for _, c in cs)}/{len(cs)}",
+                     "failed on seeds": ", ".join(str(s) for s, c in cs if not c["passed"]) or "-",
+                     "paper": next((c.get("paper") for _, c in cs if c.get("paper")), None)})
+    lines += _table(rows)
+    lines += ["", "## Metrics", ""]
+    metrics: list[str] = []
+    for r in group:
+        metrics += [k for k in r.results["metrics"] if k not in metrics]
+    mrows = []
+    for k in metrics:
+        vals = [_num(r.results["metrics"][k]) for r in group if k in r.results["metrics"]]
+        mean, sd = _stats(vals)
+        mrows.append({"metric": k, "mean": mean, "sd": sd, "min": min(vals), "max": max(vals), "n": len(vals)})
+    lines += _table(mrows)
+    return "\n".join(lines) + "\n"
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with __import__("contextlib").suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_index(runs: Path, reports: Path, *, log: Any = None) -> Path:
+    """Copy every readable run into ``reports/<experiment>/`` and write ``reports/index.md``.
+
+    The copy makes ``reports/`` self-contained (``runs/`` is not committed). Several seeds of one
+    (experiment, preset, overrides) are one row of the index, aggregated. Skipped runs are listed in the
+    index and written to ``log`` (default stderr), one line each.
+
+    Raises
+    ------
+    ReportError
+        If ``reports`` is, or lies inside, ``runs`` (or the reverse).
     """
-    reports = Path(reports)
+    runs, reports = Path(runs), Path(reports)
+    _check_places(runs, reports)
     reports.mkdir(parents=True, exist_ok=True)
-    latest = collect_latest_runs(runs)
+    records, skipped = collect_runs(runs)
+    by_exp: dict[str, list[RunRecord]] = {}
+    for r in records:
+        by_exp.setdefault(r.experiment, []).append(r)
+    for exp, recs in sorted(by_exp.items()):
+        tmp = Path(tempfile.mkdtemp(prefix=f".{exp}.tmp-", dir=reports))
+        try:
+            os.chmod(tmp, 0o777 & ~_umask())
+            for r in recs:
+                _copy_run(r, tmp / r.folder.name, skipped)
+            groups: dict[tuple[str, int, str, str], list[RunRecord]] = {}
+            for r in recs:
+                groups.setdefault(_group_key(r), []).append(r)
+            for key, group in groups.items():
+                if len(group) > 1:
+                    name = f"aggregate-{key[2]}" + (f"-{key[3]}" if key[3] else "") + ".md"
+                    (tmp / name).write_text(_aggregate_md(sorted(group, key=lambda r: r.seed)), encoding="utf-8")
+            _swap_in(tmp, reports / exp)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     lines = [
         "# icml2026 reproduction report",
         "",
-        "Generated by `icml2026 report` from the newest run of every experiment. Each row: the experiment, its",
-        "claim, every check as *ours* against its target (the paper's figure in brackets), and the verdict.",
+        "Generated by `icml2026 report` from every readable run folder. One row per experiment, preset and",
+        "set of `--set` overrides; several seeds are aggregated (mean ± sample standard deviation, and how",
+        "many seeds pass each check: ✅ all, ⚠️ some, ❌ none). Verdicts are recomputed from each check's",
+        "value and target. The paper's own figure is in brackets.",
         "",
-        "| paper | experiment | preset | claim | checks: ours vs target [paper] | verdict |",
-        "|---|---|---|---|---|---|",
+        "| paper | experiment | preset | seeds | claim | checks: ours (target) [paper] | verdict |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for name, (src, res) in latest.items():
-        dest = reports / name
-        tmp = reports / f".{name}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.copytree(src, tmp)
-        shutil.rmtree(dest, ignore_errors=True)
-        tmp.rename(dest)
-        checks = "<br>".join(
-            f"{'✅' if c['passed'] else '❌'} {c['name']} = {_fmt(c['value'])} ({c['target']})"
-            + (f" [{_fmt(c['paper'])}]" if c.get("paper") else "")
-            for c in res["checks"]
-        )
-        link = f"[{res['experiment'].split('.', 1)[1]}]({name}/report.md)"
-        lines.append(
-            f"| {res['paper']} | {link} | {res['preset']} (seed {res['seed']}) | {_fmt(res['claim'])} | "
-            f"{checks} | **{res['verdict']}** |"
-        )
-    if not latest:
-        lines.append("| - | no runs found | - | - | - | - |")
-    n_pass = sum(r["verdict"] == "passed" for _, r in latest.values())
-    lines += ["", f"{n_pass} of {len(latest)} experiments passed every check.", ""]
+    groups_all: dict[tuple[str, int, str, str], list[RunRecord]] = {}
+    for r in records:
+        groups_all.setdefault(_group_key(r), []).append(r)
+    n_pass = 0
+    for key in sorted(groups_all):
+        group = sorted(groups_all[key], key=lambda r: r.seed)
+        exp = key[0]
+        slug, short = exp.split(".", 1)
+        preset = md(key[2]) + (f" (overrides {key[3]})" if key[3] else "")
+        if len(group) == 1:
+            link = f"[{md(short)}]({exp}/{group[0].folder.name}/report.md)"
+        else:
+            agg = f"aggregate-{key[2]}" + (f"-{key[3]}" if key[3] else "") + ".md"
+            link = f"[{md(short)}]({exp}/{agg})"
+        seeds = ", ".join(str(r.seed) for r in group)
+        k = sum(r.passed for r in group)
+        n = len(group)
+        if k == n:
+            verdict = "**passed**" + (f" ({n}/{n} seeds)" if n > 1 else "")
+            n_pass += 1
+        else:
+            verdict = "**failed**" + (f" ({k}/{n} seeds pass)" if n > 1 else "")
+        lines.append(f"| {md(slug)} | {link} | {preset} | {seeds} | {md(group[0].results['claim'])} | "
+                     f"{_checks_cell(group)} | {verdict} |")
+    if not groups_all:
+        lines.append("| - | no runs found | - | - | - | - | - |")
+    lines += ["", f"{n_pass} of {len(groups_all)} rows pass every check on every seed.", ""]
+    notes = [(r.folder, n) for r in records for n in r.notes]
+    if notes:
+        lines += ["## Stored verdicts that disagreed with their values", ""]
+        lines += [f"- `{md(p.relative_to(runs))}`: {md(n)}" for p, n in notes] + [""]
+    if skipped:
+        lines += ["## Skipped", ""]
+        lines += [f"- `{md(_rel(s.path, runs))}`: {md(s.reason)}" for s in skipped] + [""]
     index = reports / "index.md"
-    tmp_index = reports / ".index.md.tmp"
-    tmp_index.write_text("\n".join(lines))
-    tmp_index.replace(index)
+    _write_text_atomic(index, "\n".join(lines))
+    out = log if log is not None else sys.stderr
+    for s in skipped:
+        print(f"icml2026 report: skipped {s.path}: {s.reason}", file=out)
+    for p, n in notes:
+        print(f"icml2026 report: {p}: {n}", file=out)
     return index
+
+
+def _rel(p: Path, base: Path) -> str:
+    try:
+        return str(p.relative_to(base))
+    except ValueError:
+        return str(p)

@@ -1,21 +1,30 @@
 """Run one experiment: seeding, thread count, timing, and the atomic writing of its run folder.
 
-The folder ``<out>/<experiment>/<preset>-seed<seed>/`` is first built under a hidden temporary name in the
-same parent and renamed into place only when complete, so an interrupted or failed run leaves nothing
-behind and never replaces the previous good run before the new one is whole.
+The folder ``<out>/<experiment>/<preset>-seed<seed>[-<hash>]/`` (``<hash>``: 8 hex digits of the ``--set``
+overrides, so an override never replaces the preset's own run) is first built under a hidden temporary name
+in the same parent and renamed into place only when complete, so an interrupted or failed run leaves nothing
+behind and never replaces the previous good run before the new one is whole. The rename happens under a lock
+per run folder (two writers cannot corrupt it), and temporary folders left by a killed run are removed by the
+next run of the same experiment. Folders get the permissions of a plain ``mkdir`` (the umask's), not 0700.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
+import fcntl
+import hashlib
 import json
 import math
 import os
 import platform
+import re
 import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
@@ -30,7 +39,23 @@ from .registry import Experiment
 from .report import render_run_report
 from .rng import make_rng
 
-__all__ = ["RunResult", "run_experiment", "seed_everything", "limit_blas_threads", "run_dir_for", "to_jsonable"]
+__all__ = [
+    "RunResult",
+    "run_experiment",
+    "seed_everything",
+    "limit_blas_threads",
+    "run_dir_for",
+    "overrides_hash",
+    "to_jsonable",
+    "MAX_SEED",
+    "RUN_FOLDER_RE",
+]
+
+#: Seeds are 0 .. 2**32 - 1: every generator we seed (numpy, torch, gymnasium) accepts that range.
+MAX_SEED = 2**32 - 1
+
+#: ``<preset>-seed<seed>`` or ``<preset>-seed<seed>-<8 hex digits of the overrides>``.
+RUN_FOLDER_RE = re.compile(r"^(?P<preset>[A-Za-z0-9_]+)-seed(?P<seed>\d{1,10})(?:-(?P<hash>[0-9a-f]{8}))?$")
 
 #: Threads for torch and BLAS: one, because a second thread on a shared 2-core machine was measured to slow
 #: small models many times over (and one thread keeps reductions in one order).
@@ -78,8 +103,18 @@ def limit_blas_threads(n_threads: int) -> None:
     threadpool_limits(limits=n_threads)
 
 
-def run_dir_for(out: Path, name: str, preset: str, seed: int) -> Path:
-    return Path(out) / name / f"{preset}-seed{seed}"
+def overrides_hash(overrides: dict[str, Any] | None) -> str | None:
+    """8 hex digits identifying a set of ``--set`` overrides (None when there are none)."""
+    if not overrides:
+        return None
+    canon = json.dumps(to_jsonable(overrides), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canon.encode()).hexdigest()[:8]
+
+
+def run_dir_for(out: Path, name: str, preset: str, seed: int, overrides: dict[str, Any] | None = None) -> Path:
+    """``<out>/<name>/<preset>-seed<seed>``, with ``-<hash>`` of the overrides when there are any."""
+    h = overrides_hash(overrides)
+    return Path(out) / name / (f"{preset}-seed{seed}" + (f"-{h}" if h else ""))
 
 
 def to_jsonable(x: Any) -> Any:
@@ -148,35 +183,88 @@ def run_experiment(
     seed: int,
     out: Path,
     n_threads: int = DEFAULT_THREADS,
+    overrides: dict[str, Any] | None = None,
 ) -> RunResult:
     """Run ``exp`` on ``cfg`` with ``seed`` and write its folder atomically under ``out``.
 
-    Returns the written folder and its results. Exceptions from the experiment propagate after the
-    temporary folder is removed; the previous run folder, if any, is untouched.
+    ``overrides`` are the ``--set`` changes that made ``cfg`` from the preset: they are recorded in
+    ``results.json`` and hashed into the folder name. Returns the written folder and its results.
+    Exceptions from the experiment propagate after the temporary folder is removed; the previous run
+    folder, if any, is untouched.
     """
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"seed must be an integer in 0..{MAX_SEED}, got {seed!r}")
+    final = run_dir_for(out, exp.name, preset, seed, overrides)
     rng = seed_everything(seed, n_threads)
     t0 = time.perf_counter()
     outcome = exp(cfg, rng)
     wall = time.perf_counter() - t0
-    results = _results_dict(exp, cfg, preset, seed, outcome, wall)
-    final = run_dir_for(out, exp.name, preset, seed)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
-    try:
-        for name, fig in outcome.figures.items():
-            save_figure(fig, tmp / f"{name}.png")
-        (tmp / "results.json").write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")
-        (tmp / "report.md").write_text(render_run_report(results))
-        _replace_dir(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    results = _results_dict(exp, cfg, preset, seed, outcome, wall, overrides or {})
+    _mkdirs(final.parent)
+    with _folder_lock(final):
+        _clean_stale(final)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-{os.getpid()}-", dir=final.parent))
+        try:
+            os.chmod(tmp, _dir_mode())
+            for name, fig in outcome.figures.items():
+                save_figure(fig, tmp / f"{name}.png")
+            (tmp / "results.json").write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")
+            (tmp / "report.md").write_text(render_run_report(results))
+            _replace_dir(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return RunResult(path=final, results=results)
+
+
+def _dir_mode() -> int:
+    """The mode ``mkdir`` would give a new folder under the current umask."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o777 & ~mask
+
+
+def _mkdirs(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+
+
+@contextlib.contextmanager
+def _folder_lock(final: Path) -> Iterator[None]:
+    """An exclusive lock on ``<parent>/.<folder>.lock`` held while the run folder is replaced."""
+    lock_path = final.with_name(f".{final.name}.lock")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _clean_stale(final: Path) -> None:
+    """Remove ``.<folder>.tmp-<pid>-*`` / ``.<folder>.old-<pid>-*`` left by processes that no longer run."""
+    pattern = re.compile(rf"^\.{re.escape(final.name)}\.(?:tmp|old)-(\d+)-")
+    for entry in final.parent.iterdir():
+        m = pattern.match(entry.name)
+        if m and entry.is_dir() and not entry.is_symlink() and not _pid_alive(int(m.group(1))):
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def _replace_dir(tmp: Path, final: Path) -> None:
     """Put ``tmp`` at ``final``; an old ``final`` is moved aside first and deleted only afterwards."""
     old: Path | None = None
+    if final.is_symlink():
+        raise OSError(errno.EEXIST, f"{final} is a symbolic link; refusing to replace it")
     if final.exists():
         old = final.with_name(f".{final.name}.old-{os.getpid()}-{time.monotonic_ns()}")
         os.rename(final, old)
@@ -191,7 +279,7 @@ def _replace_dir(tmp: Path, final: Path) -> None:
 
 
 def _results_dict(
-    exp: Experiment, cfg: Any, preset: str, seed: int, outcome: Outcome, wall: float
+    exp: Experiment, cfg: Any, preset: str, seed: int, outcome: Outcome, wall: float, overrides: dict[str, Any]
 ) -> dict[str, Any]:
     return to_jsonable(
         {
@@ -200,6 +288,8 @@ def _results_dict(
             "claim": exp.claim,
             "preset": preset,
             "seed": seed,
+            "overrides": overrides,
+            "overrides_hash": overrides_hash(overrides),
             "config": dataclasses.asdict(cfg),
             "metrics": outcome.metrics,
             "checks": [c.to_dict() for c in outcome.checks],
