@@ -6,6 +6,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 TORCH_PIN := torch==2.13.0
+# PyTorch's own CPU wheel index: on a machine that reaches the public package index, a plain
+# `pip install torch==2.13.0` resolves to the CUDA build (nvidia-* wheels, gigabytes). GPU users install the
+# CUDA build first (see README) or set TORCH_INDEX to a CUDA index; an installed torch 2.13.0 is kept.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 
 .PHONY: install system-deps demo test test-slow bench report lint clean
 
@@ -20,7 +24,9 @@ system-deps:
 
 $(STAMP): pyproject.toml | system-deps
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet $(TORCH_PIN)
+	$(PY) -m pip install --quiet --timeout 5 --retries 0 --index-url $(TORCH_INDEX) $(TORCH_PIN) 2>/dev/null || \
+	  { echo "torch: $(TORCH_INDEX) not reachable; installing the pinned $(TORCH_PIN) from the configured index"; \
+	    $(PY) -m pip install --quiet $(TORCH_PIN); }
 	$(PY) -m pip install --quiet -e '.[all,dev]'
 	touch $(STAMP)
 
