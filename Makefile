@@ -36,11 +36,14 @@ demo: system-deps $(STAMP)
 	status=0; $(PY) -m icml2026 run --all --preset quick --out runs || status=$$?; \
 	$(PY) -m icml2026 report --runs runs --out reports && exit $$status
 
+# Two worker processes: the suite is CPU-bound and the budget is set for 2 cores.
+TEST_WORKERS ?= 2
+
 test: system-deps $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS)
 
 test-slow: system-deps $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider -m slow
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) -m slow
 
 bench: $(STAMP)
 	set -e; for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f --quick; done
