@@ -361,7 +361,11 @@ def test_garbage_responses_raise_clear_errors(payload: bytes, message: str) -> N
 def test_score_rejects_missing_or_broken_logprobs() -> None:
     bad = {
         "choices": [
-            {"index": 0, "text": "ab", "logprobs": {"token_logprobs": [None, "x"], "text_offset": [0, 1]}}
+            {
+                "index": 0,
+                "text": "ab",
+                "logprobs": {"tokens": ["a", "b"], "token_logprobs": [None, "x"], "text_offset": [0, 1]},
+            }
         ]
     }
     with fault_server(lambda h, b: reply(h, 200, json.dumps(bad).encode())) as (url, _):

@@ -4,12 +4,15 @@ Two backends implement the :class:`TextModel` protocol:
 
 - :class:`HFLocalBackend`: a Hugging Face ``transformers`` causal LM loaded from a local folder
   (``from_pretrained(path)``, never from a hub) or built from a config; batched, on CPU or GPU.
-- :class:`OpenAICompatBackend`: any OpenAI-compatible HTTP server (vLLM's ``/v1/completions``), with a
-  total per-attempt timeout, bounded retries with exponential backoff, and the API key read from an
-  environment variable whose *name* is a parameter (the key itself is never stored, logged or returned).
+- :class:`OpenAICompatBackend`: any OpenAI-compatible HTTP server (vLLM's ``/v1/completions``), with one
+  total deadline per attempt (connect, status, headers, body), bounded retries with exponential backoff
+  (truncated bodies included), the API key read from an environment variable whose *name* is a parameter
+  (stripped, validated, never stored, logged or returned), and scoring from token ids (vLLM's
+  ``/tokenize`` + ``prompt_logprobs``) or, on other servers, by aligning the echoed tokens on the text.
 
 ``serve_text_model`` puts any local model behind a loopback OpenAI-compatible server, so the HTTP path
-can be exercised offline. :func:`train_tiny_lm` trains a tiny GPT-2 or Llama model from scratch on a
+can be exercised offline; ``mode="vllm"`` reproduces vLLM's echo rules (BOS in the echo, ``text_offset``
+as vLLM computes it, ``/tokenize``, token-id prompts, streaming). :func:`train_tiny_lm` trains a tiny GPT-2 or Llama model from scratch on a
 synthetic corpus so that tests
 and demos have real models without downloading anything. ``transformers`` is imported lazily, only inside
 the local backend and the trainer, so importing this package stays light.

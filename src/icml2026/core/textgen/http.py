@@ -1,9 +1,11 @@
 """An OpenAI-compatible HTTP server (vLLM, or an API) behind the :class:`TextModel` protocol, stdlib only.
 
-Every request has a *total* deadline of ``timeout_s`` per attempt (connect, send and the whole body read),
-so a server that stalls or trickles bytes cannot hang the caller. Connection errors, timeouts, HTTP 429 and
-5xx are retried at most ``max_retries`` times with exponential backoff; other 4xx and malformed bodies fail
-at once. The API key is read from the environment variable named ``api_key_env`` at request time and is
+Every attempt has one *total* deadline of ``timeout_s`` over connect, sending, the status line, the headers
+and the whole body: a watchdog shuts the socket down when it passes, so a server that stalls or trickles
+bytes (in the body or in the headers) cannot hold the caller longer. Connection errors, timeouts,
+truncated bodies, HTTP 429 and 5xx are retried at most ``max_retries`` times with exponential backoff;
+other 4xx and malformed bodies fail at once. The API key is read from the environment variable named
+``api_key_env`` at request time, stripped of surrounding whitespace and checked to be printable ASCII; it is
 never stored on the object, put in a repr, or written into an error message.
 """
 
@@ -12,10 +14,12 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import socket
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -58,6 +62,9 @@ class _Retryable(Exception):
         self.error, self.retry_after = error, retry_after
 
 
+ScoreMode = Literal["auto", "token_ids", "text"]
+
+
 class OpenAICompatBackend:
     """Sample and score through an OpenAI-compatible ``/v1/completions`` (or ``/v1/chat/completions``) API.
 
@@ -66,17 +73,24 @@ class OpenAICompatBackend:
     base_url : e.g. ``"http://127.0.0.1:8000/v1"`` (vLLM's ``vllm serve <model>`` default).
     model : the served model name, sent as ``"model"``.
     api_key_env : name of the environment variable holding the key (``None``: send no key).
-    timeout_s : total deadline of one attempt, in seconds.
+    timeout_s : total deadline of one attempt (connect, status, headers and body), in seconds.
     max_retries : extra attempts after a retryable failure (so at most ``max_retries + 1`` requests).
     backoff_s, max_backoff_s : wait ``min(max_backoff_s, backoff_s * 2**attempt)`` before a retry
         (or the server's ``Retry-After``, capped the same way).
     chat : use ``/chat/completions`` with one user message per prompt (no scoring in this mode).
-    prompts_per_request : how many prompts one completions request carries.
+    prompts_per_request : how many prompts one completions request carries (one prompt is sent as a
+        string, several as a list).
+    score_mode : how :meth:`score` finds the continuation's tokens. ``"token_ids"``: tokenize prompt and
+        continuation separately with the server's ``/tokenize`` (vLLM), send the concatenated token ids and
+        read the log-probabilities at exactly those positions (``prompt_logprobs``,
+        ``return_tokens_as_token_ids``). ``"text"``: send the text and align the echoed ``tokens`` on it
+        (BOS and other special tokens take no characters; vLLM's ``text_offset`` is not used, because it
+        counts the decoded length of BOS). ``"auto"`` (default): token ids when ``/tokenize`` answers, else
+        text.
     sleep : the wait function (tests pass a recorder).
 
-    Scoring uses the completions endpoint with ``echo=True, logprobs=1, max_tokens=1`` and sums the
-    log-probabilities of the tokens whose ``text_offset`` lies inside the continuation, the way
-    likelihood-based evaluation harnesses do with vLLM.
+    Servers that ignore ``n`` (or cap it) and return fewer completions per prompt are asked again until
+    every prompt has ``n``.
     """
 
     def __init__(
@@ -92,25 +106,32 @@ class OpenAICompatBackend:
         chat: bool = False,
         prompts_per_request: int = 32,
         name: str | None = None,
+        score_mode: ScoreMode = "auto",
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        parsed = urllib.parse.urlsplit(base_url)
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise ValueError(
-                f"base_url must be an http(s) URL such as 'http://127.0.0.1:8000/v1', got {base_url!r}"
-            )
-        if not model:
+        parsed = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
+        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError(f"base_url must be an http(s) URL such as 'http://127.0.0.1:8000/v1', got {base_url!r}")
+        if not isinstance(model, str) or not model:
             raise ValueError("model (the served model's name) must be given")
-        if (
-            not (timeout_s > 0)
-            or max_retries < 0
-            or backoff_s < 0
-            or max_backoff_s < 0
-            or prompts_per_request < 1
+        for label, val, lo in (
+            ("timeout_s", timeout_s, 0.0),
+            ("backoff_s", backoff_s, 0.0),
+            ("max_backoff_s", max_backoff_s, 0.0),
         ):
-            raise ValueError("need timeout_s > 0, max_retries >= 0, backoff_s >= 0, prompts_per_request >= 1")
-        if api_key_env is not None and (not api_key_env or not api_key_env.replace("_", "").isalnum()):
+            if isinstance(val, bool) or not isinstance(val, (int, float)) or not np.isfinite(val) or val < lo:
+                raise ValueError(f"{label} must be a finite number >= {lo:g}, got {val!r}")
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
+        for label, ival, ilo in (("max_retries", max_retries, 0), ("prompts_per_request", prompts_per_request, 1)):
+            if isinstance(ival, bool) or not isinstance(ival, (int, np.integer)) or ival < ilo:
+                raise ValueError(f"{label} must be an integer >= {ilo}, got {ival!r}")
+        if api_key_env is not None and (
+            not isinstance(api_key_env, str) or not api_key_env or not api_key_env.replace("_", "").isalnum()
+        ):
             raise ValueError(f"api_key_env must be an environment variable name, got {api_key_env!r}")
+        if score_mode not in ("auto", "token_ids", "text"):
+            raise ValueError(f"score_mode must be 'auto', 'token_ids' or 'text', got {score_mode!r}")
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key_env = api_key_env
@@ -119,9 +140,11 @@ class OpenAICompatBackend:
         self.backoff_s, self.max_backoff_s = float(backoff_s), float(max_backoff_s)
         self.chat = bool(chat)
         self.prompts_per_request = int(prompts_per_request)
+        self.score_mode: ScoreMode = score_mode
         self._name = name or model
         self._sleep = sleep
         self._parsed = parsed
+        self._tokenize_ok: bool | None = None if score_mode == "auto" else score_mode == "token_ids"
 
     @property
     def name(self) -> str:
@@ -135,30 +158,41 @@ class OpenAICompatBackend:
 
     # ------------------------------------------------------------------------------------------- http
     def _api_key(self) -> str | None:
+        """The key, stripped of surrounding whitespace (a key file's newline); never echoed in errors."""
         if self.api_key_env is None:
             return None
-        key = os.environ.get(self.api_key_env)
+        raw = os.environ.get(self.api_key_env)
+        key = raw.strip() if raw else ""
         if not key:
+            raise TextBackendError(f"environment variable {self.api_key_env} (the API key) is not set or empty")
+        if any(not 0x21 <= ord(ch) <= 0x7E for ch in key):
             raise TextBackendError(
-                f"environment variable {self.api_key_env} (the API key) is not set or empty"
+                f"environment variable {self.api_key_env} holds an API key with whitespace, control or "
+                "non-ASCII characters inside it; it cannot be sent in an HTTP header (value not shown)"
             )
         return key
 
-    def _redact(self, text: str, key: str | None) -> str:
+    @staticmethod
+    def _redact(text: str, key: str | None) -> str:
         return text.replace(key, "***") if key else text
 
-    def _post(self, route: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """POST JSON to ``base_url + route`` with retries; return the decoded JSON object."""
+    def _root_url(self) -> str:
+        """The server root: vLLM serves ``/tokenize`` beside ``/v1``, not under it."""
+        return self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+
+    def _post(self, route: str, payload: dict[str, Any], *, at_root: bool = False) -> dict[str, Any]:
+        """POST JSON to ``base_url + route`` (or the server root) with retries; return the decoded object."""
         key = self._api_key()
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if key is not None:
             headers["Authorization"] = f"Bearer {key}"
         body = json.dumps(payload).encode()
-        url = self.base_url + route
+        url = (self._root_url() if at_root else self.base_url) + route
+        path = urllib.parse.urlsplit(url).path
         last: TextBackendError | None = None
         for attempt in range(self.max_retries + 1):
             try:
-                return self._attempt(route, body, headers, key)
+                return self._attempt(url, path, body, headers, key)
             except _Retryable as exc:
                 last = exc.error
                 if attempt == self.max_retries:
@@ -173,42 +207,71 @@ class OpenAICompatBackend:
             *([last.status] if isinstance(last, BackendHTTPError) else []),
         )
 
-    def _attempt(self, route: str, body: bytes, headers: dict[str, str], key: str | None) -> dict[str, Any]:
+    def _attempt(self, url: str, path: str, body: bytes, headers: dict[str, str], key: str | None) -> dict[str, Any]:
         p = self._parsed
         deadline = time.monotonic() + self.timeout_s
         conn_cls = http.client.HTTPSConnection if p.scheme == "https" else http.client.HTTPConnection
         conn = conn_cls(p.hostname or "", p.port, timeout=self.timeout_s)
-        url = self.base_url + route
+        expired = threading.Event()
+        timer: threading.Timer | None = None
+        held: list[socket.socket] = []  # http.client drops conn.sock once a closing response is read
+
+        def expire() -> None:  # the watchdog: one deadline over status line, headers and body
+            expired.set()
+            for sock in held:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+        timeout_error = BackendTimeoutError(f"no complete response from {url} within {self.timeout_s:g} s")
+        chunks: list[bytes] = []
         try:
             try:
-                conn.request("POST", p.path.rstrip("/") + route, body=body, headers=headers)
+                conn.connect()
                 if conn.sock is not None:
-                    conn.sock.settimeout(max(1e-3, deadline - time.monotonic()))
+                    held.append(conn.sock)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                timer = threading.Timer(left, expire)
+                timer.daemon = True
+                timer.start()
+                try:
+                    conn.request("POST", path, body=body, headers=headers)
+                except ValueError:
+                    # http.client quotes an invalid header value (the key) in its message: drop it
+                    raise TextBackendError(f"request to {url} has an invalid header") from None
                 resp = conn.getresponse()
-                chunks: list[bytes] = []
                 size = 0
                 while True:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise TimeoutError
-                    if conn.sock is not None:
-                        conn.sock.settimeout(left)
-                    chunk = resp.read1(65536)  # at most one socket read, so the deadline is checked often
+                    chunk = resp.read1(65536)
                     if not chunk:
                         break
                     chunks.append(chunk)
                     size += len(chunk)
                     if size > _MAX_BODY:
                         raise BackendResponseError(f"response from {url} is larger than {_MAX_BODY} bytes")
-            except TimeoutError as exc:
+                if expired.is_set():
+                    raise TimeoutError
+            except TimeoutError:
+                raise _Retryable(timeout_error) from None
+            except http.client.IncompleteRead as exc:
+                if expired.is_set():
+                    raise _Retryable(timeout_error) from None
                 raise _Retryable(
-                    BackendTimeoutError(f"no complete response from {url} within {self.timeout_s:g} s")
-                ) from exc
+                    BackendResponseError(
+                        f"truncated response from {url}: got {len(exc.partial) + sum(map(len, chunks))} "
+                        f"bytes, {exc.expected} more expected"
+                    )
+                ) from None
             except (ConnectionError, http.client.HTTPException, OSError) as exc:
-                raise _Retryable(
-                    TextBackendError(f"connection to {url} failed: {type(exc).__name__}")
-                ) from exc
+                if expired.is_set():
+                    raise _Retryable(timeout_error) from None
+                raise _Retryable(TextBackendError(f"connection to {url} failed: {type(exc).__name__}")) from None
         finally:
+            if timer is not None:
+                timer.cancel()
             conn.close()
         raw = b"".join(chunks)
         text = self._redact(raw[:300].decode("utf-8", errors="replace"), key)
@@ -220,12 +283,21 @@ class OpenAICompatBackend:
                     ra = float(retry_after) if retry_after is not None else None
                 except ValueError:
                     ra = None
-                raise _Retryable(err, ra)
+                raise _Retryable(err, ra if ra is not None and np.isfinite(ra) and ra >= 0 else None)
             raise err
         try:
-            data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise BackendResponseError(f"response from {url} is not JSON: {text!r}") from exc
+            doc = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BackendResponseError(f"response from {url} is not UTF-8 JSON: {text!r}") from None
+        try:
+            data = json.loads(doc)
+        except json.JSONDecodeError as exc:
+            if doc.strip() and exc.pos >= len(doc.rstrip()):
+                # the document ended inside a value: a body cut short (no or wrong Content-Length)
+                raise _Retryable(
+                    BackendResponseError(f"truncated JSON response from {url} ({len(raw)} bytes)")
+                ) from None
+            raise BackendResponseError(f"response from {url} is not JSON: {text!r}") from None
         if not isinstance(data, dict):
             raise BackendResponseError(f"response from {url} is not a JSON object: {text!r}")
         return data
@@ -241,11 +313,14 @@ class OpenAICompatBackend:
         stop: Sequence[str] = (),
         rng: np.random.Generator,
     ) -> list[list[str]]:
-        """``n`` completions per prompt, requested with a ``seed`` drawn from ``rng`` (vLLM honours it)."""
+        """``n`` completions per prompt, requested with a ``seed`` drawn from ``rng`` (vLLM honours it).
+
+        A server that returns fewer than ``n`` completions per prompt (it ignores or caps ``n``) is asked
+        again, with fresh seeds, for the missing ones.
+        """
         prompts = check_sample_args(prompts, n, temperature, max_new_tokens, stop)
         base: dict[str, Any] = {
             "model": self.model,
-            "n": int(n),
             "temperature": float(temperature),
             "max_tokens": int(max_new_tokens),
         }
@@ -254,62 +329,137 @@ class OpenAICompatBackend:
         out: list[list[str]] = []
         if self.chat:
             for p in prompts:
-                payload = {
-                    **base,
-                    "messages": [{"role": "user", "content": p}],
-                    "seed": int(rng.integers(2**31)),
-                }
-                choices = self._choices(self._post("/chat/completions", payload), n, "/chat/completions")
-                out.append([cut_at_stop(_message_text(c), stop)[0] for c in choices])
+                texts: list[str] = []
+                while len(texts) < n:
+                    want = n - len(texts)
+                    payload = {
+                        **base,
+                        "n": want,
+                        "messages": [{"role": "user", "content": p}],
+                        "seed": int(rng.integers(2**31)),
+                    }
+                    groups = _group_choices(self._post("/chat/completions", payload), 1, want, "/chat/completions")
+                    texts += [cut_at_stop(_message_text(c), stop)[0] for c in groups[0]]
+                out.append(texts)
             return out
         for start in range(0, len(prompts), self.prompts_per_request):
             chunk = prompts[start : start + self.prompts_per_request]
-            payload = {**base, "prompt": chunk, "seed": int(rng.integers(2**31))}
-            choices = self._choices(self._post("/completions", payload), len(chunk) * n, "/completions")
-            texts = [cut_at_stop(_field(c, "text", str), stop)[0] for c in choices]
-            out.extend(texts[i * n : (i + 1) * n] for i in range(len(chunk)))
+            got: list[list[str]] = [[] for _ in chunk]
+            while len(got[0]) < n:
+                want = n - len(got[0])
+                payload = {
+                    **base,
+                    "n": want,
+                    "prompt": chunk[0] if len(chunk) == 1 else chunk,
+                    "seed": int(rng.integers(2**31)),
+                }
+                groups = _group_choices(self._post("/completions", payload), len(chunk), want, "/completions")
+                for row, group in zip(got, groups, strict=True):
+                    row += [cut_at_stop(_field(c, "text", str), stop)[0] for c in group]
+            out.extend(got)
         return out
 
-    def _choices(self, data: dict[str, Any], expected: int, route: str) -> list[dict[str, Any]]:
-        """The ``choices`` list ordered by ``index``; exactly ``expected`` of them, indices 0..expected-1."""
-        choices = data.get("choices")
-        if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
-            raise BackendResponseError(
-                f"response from {route} has no 'choices' list: keys {sorted(data)[:8]}"
-            )
-        if len(choices) != expected:
-            raise BackendResponseError(f"{route} returned {len(choices)} choices, expected {expected}")
-        if all("index" in c for c in choices):
-            idx = [c["index"] for c in choices]
-            if sorted(idx) != list(range(expected)):
-                raise BackendResponseError(
-                    f"{route} returned choice indices {idx[:10]}, not 0..{expected - 1}"
-                )
-            choices = sorted(choices, key=lambda c: c["index"])
-        return choices
+    # -------------------------------------------------------------------------------------- scoring
+    def _tokenize(self, text: str, add_special_tokens: bool) -> list[int]:
+        data = self._post(
+            "/tokenize",
+            {"model": self.model, "prompt": text, "add_special_tokens": add_special_tokens},
+            at_root=True,
+        )
+        ids = data.get("tokens")
+        if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+            raise BackendResponseError("/tokenize did not return a 'tokens' list of integer ids")
+        return list(ids)
+
+    def _uses_token_ids(self) -> bool:
+        """Whether the server tokenizes for us (probed once with ``/tokenize``, in ``auto`` mode)."""
+        if self._tokenize_ok is None:
+            try:
+                self._tokenize("a", False)
+                self._tokenize_ok = True
+            except BackendHTTPError as exc:
+                if exc.status not in (400, 404, 405, 422, 501):
+                    raise
+                self._tokenize_ok = False
+            except BackendResponseError:  # something answers there, but not vLLM's tokenizer
+                self._tokenize_ok = False
+        return self._tokenize_ok
 
     def score(self, prompts: Sequence[str], continuations: Sequence[str]) -> np.ndarray:
-        """log p(continuation | prompt) from the server's echoed prompt log-probabilities."""
+        """log p(continuation | prompt), summed over the continuation's tokens; shape ``(len(prompts),)``.
+
+        With token ids (vLLM): prompt (with the server's BOS) and continuation (without special tokens) are
+        tokenized separately and concatenated, the convention of :class:`HFLocalBackend` and of
+        likelihood-based evaluation harnesses. With text: the echoed tokens of ``prompt + continuation``
+        are aligned on the text, and a token that straddles the boundary is an error. An empty continuation
+        scores 0; a non-empty continuation that covers no token is an error.
+        """
         prompts, continuations = check_score_args(prompts, continuations)
-        if any(not p for p in prompts):
-            raise ValueError("echo scoring needs a non-empty prompt (the first token has no log-probability)")
         if self.chat:
             raise TextBackendError("scoring needs the completions endpoint (echo + logprobs); use chat=False")
+        if self._uses_token_ids():
+            return self._score_token_ids(prompts, continuations)
+        for i, p in enumerate(prompts):
+            if not p:
+                raise ValueError(
+                    f"prompts[{i}] is empty: text-aligned echo scoring needs a non-empty prompt (the first "
+                    "token has no log-probability); use a server with /tokenize (vLLM) for BOS-only prompts"
+                )
         result = np.zeros(len(prompts), dtype=np.float64)
         for start in range(0, len(prompts), self.prompts_per_request):
             ps = prompts[start : start + self.prompts_per_request]
             cs = continuations[start : start + self.prompts_per_request]
+            texts = [p + c for p, c in zip(ps, cs, strict=True)]
             payload = {
                 "model": self.model,
-                "prompt": [p + c for p, c in zip(ps, cs, strict=True)],
+                "prompt": texts[0] if len(texts) == 1 else texts,
                 "echo": True,
                 "logprobs": 1,
                 "max_tokens": 1,
                 "temperature": 0.0,
             }
-            choices = self._choices(self._post("/completions", payload), len(ps), "/completions")
-            for j, (p, c, ch) in enumerate(zip(ps, cs, choices, strict=True)):
-                result[start + j] = _continuation_logprob(ch, len(p), len(p) + len(c))
+            groups = _group_choices(self._post("/completions", payload), len(ps), 1, "/completions", exact=True)
+            for j, (p, c, group) in enumerate(zip(ps, cs, groups, strict=True)):
+                result[start + j] = _aligned_continuation_logprob(group[0], p, c, start + j)
+        return result
+
+    def _score_token_ids(self, prompts: list[str], continuations: list[str]) -> np.ndarray:
+        pairs = []
+        for i, (p, c) in enumerate(zip(prompts, continuations, strict=True)):
+            ids_p = self._tokenize(p, True)
+            ids_c = self._tokenize(c, False) if c else []
+            if not ids_p:
+                raise ValueError(
+                    f"prompts[{i}] is empty and the server's tokenizer adds no BOS: the first continuation "
+                    "token has no log-probability"
+                )
+            if c and not ids_c:
+                raise ValueError(f"continuations[{i}] = {c!r} covers no token of the server's tokenizer")
+            pairs.append((ids_p, ids_c))
+        result = np.zeros(len(prompts), dtype=np.float64)
+        for start in range(0, len(pairs), self.prompts_per_request):
+            chunk = pairs[start : start + self.prompts_per_request]
+            seqs = [a + b for a, b in chunk]
+            payload = {
+                "model": self.model,
+                "prompt": seqs[0] if len(seqs) == 1 else seqs,
+                "echo": True,
+                "logprobs": 1,
+                "prompt_logprobs": 1,
+                "return_tokens_as_token_ids": True,
+                "max_tokens": 1,
+                "temperature": 0.0,
+            }
+            groups = _group_choices(self._post("/completions", payload), len(chunk), 1, "/completions", exact=True)
+            for j, ((ids_p, ids_c), group) in enumerate(zip(chunk, groups, strict=True)):
+                vals = _prompt_token_logprobs(group[0], ids_p + ids_c)
+                pos = range(len(ids_p), len(ids_p) + len(ids_c))
+                total = 0.0
+                for t in pos:  # t >= len(ids_p) >= 1: every such position has a log-prob
+                    v = vals[t]
+                    assert v is not None
+                    total += v
+                result[start + j] = total
         return result
 
 
@@ -327,24 +477,128 @@ def _message_text(choice: dict[str, Any]) -> str:
     return str(msg["content"])
 
 
-def _continuation_logprob(choice: dict[str, Any], begin: int, end: int) -> float:
-    """Sum of echoed token log-probs whose character offset lies in ``[begin, end)``."""
+def _group_choices(
+    data: dict[str, Any], n_prompts: int, n: int, route: str, *, exact: bool = False
+) -> list[list[dict[str, Any]]]:
+    """``choices`` grouped per prompt (ordered by ``index``, which is ``prompt * n_got + j``).
+
+    ``n_prompts * n`` choices give ``n`` per prompt; a server that ignored or capped ``n`` may return
+    ``n_prompts * n_got`` with ``1 <= n_got < n`` (unless ``exact``); any other count is an error.
+    """
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
+        raise BackendResponseError(f"response from {route} has no 'choices' list: keys {sorted(data)[:8]}")
+    total = len(choices)
+    expected = n_prompts * n
+    if total != expected and (exact or total == 0 or total > expected or total % n_prompts):
+        raise BackendResponseError(f"{route} returned {total} choices, expected {expected}")
+    if all("index" in c for c in choices):
+        idx = [c["index"] for c in choices]
+        if sorted(idx) != list(range(total)):
+            raise BackendResponseError(f"{route} returned choice indices {idx[:10]}, not 0..{total - 1}")
+        choices = sorted(choices, key=lambda c: c["index"])
+    per = total // n_prompts
+    return [choices[i * per : (i + 1) * per] for i in range(n_prompts)]
+
+
+def _finite_logprob(v: Any, where: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
+        raise BackendResponseError(f"token log-prob {v!r} {where} is not a finite number")
+    return float(v)
+
+
+def _prompt_token_logprobs(choice: dict[str, Any], ids: list[int]) -> list[float | None]:
+    """Log-prob of each token of ``ids`` given the ones before (None for the first), from vLLM's
+    ``prompt_logprobs`` (keyed by token id) or else the echoed ``token_logprobs`` (checked against
+    ``token_id:N`` tokens when the server returned those)."""
+    n = len(ids)
+    plp = choice.get("prompt_logprobs")
+    if isinstance(plp, list):
+        if len(plp) < n:
+            raise BackendResponseError(f"prompt_logprobs has {len(plp)} entries for {n} prompt tokens")
+        out: list[float | None] = [None]
+        for t in range(1, n):
+            entry = plp[t]
+            item = entry.get(str(ids[t]), entry.get(ids[t])) if isinstance(entry, dict) else None
+            if isinstance(item, dict):
+                item = item.get("logprob")
+            if item is None:
+                raise BackendResponseError(f"prompt_logprobs[{t}] lacks the prompt's token id {ids[t]}")
+            out.append(_finite_logprob(item, f"at prompt position {t}"))
+        return out
+    lp = choice.get("logprobs")
+    if not isinstance(lp, dict) or not isinstance(lp.get("token_logprobs"), list):
+        raise BackendResponseError("choice has neither 'prompt_logprobs' nor echoed 'logprobs.token_logprobs'")
+    vals = lp["token_logprobs"]
+    if len(vals) < n:
+        raise BackendResponseError(f"echo returned {len(vals)} token log-probs for {n} prompt tokens")
+    tokens = lp.get("tokens")
+    if (
+        isinstance(tokens, list)
+        and len(tokens) >= n
+        and all(isinstance(t, str) and t.startswith("token_id:") for t in tokens[:n])
+    ):
+        if [t[len("token_id:") :] for t in tokens[:n]] != [str(i) for i in ids]:
+            raise BackendResponseError("the echoed token ids differ from the ids sent")
+    return [None] + [_finite_logprob(vals[t], f"at prompt position {t}") for t in range(1, n)]
+
+
+def _token_spans(tokens: list[str], text: str) -> list[tuple[int, int]]:
+    """Character span of each echoed token in ``text``.
+
+    A token matches where it starts at the cursor, or (for tokenizers that normalise spaces) after
+    skipping whitespace, with its own surrounding whitespace stripped. Tokens that match nowhere there
+    (BOS such as ``<s>``, other special tokens, tokens generated past the text) take no characters.
+    """
+    spans: list[tuple[int, int]] = []
+    cur = 0
+    for tok in tokens:
+        if tok and text.startswith(tok, cur):
+            spans.append((cur, cur + len(tok)))
+            cur += len(tok)
+            continue
+        core = tok.strip()
+        skip = cur
+        while skip < len(text) and text[skip].isspace():
+            skip += 1
+        if core and text.startswith(core, skip):
+            spans.append((skip, skip + len(core)))
+            cur = skip + len(core)
+        else:
+            spans.append((cur, cur))
+    return spans
+
+
+def _aligned_continuation_logprob(choice: dict[str, Any], prompt: str, cont: str, index: int) -> float:
+    """Sum of the echoed log-probs of the tokens of ``prompt + cont`` that lie in the continuation."""
     lp = choice.get("logprobs")
     if not isinstance(lp, dict):
+        raise BackendResponseError("choice has no 'logprobs' object; does the server support echo with logprobs?")
+    vals, tokens = lp.get("token_logprobs"), lp.get("tokens")
+    if not isinstance(vals, list) or not isinstance(tokens, list) or len(vals) != len(tokens):
+        raise BackendResponseError("echo scoring needs equal-length 'tokens' and 'token_logprobs' lists in 'logprobs'")
+    if not all(isinstance(t, str) for t in tokens):
+        raise BackendResponseError("echoed 'tokens' must be strings")
+    text = prompt + cont
+    begin, end = len(prompt), len(text)
+    spans = _token_spans(tokens, text)
+    covered = text[: max((b for _, b in spans), default=0)]
+    if text[len(covered) :].strip():
         raise BackendResponseError(
-            "choice has no 'logprobs' object; does the server support echo with logprobs?"
+            f"could not align the echoed tokens on prompts[{index}] + continuations[{index}] "
+            f"(aligned {len(covered)} of {len(text)} characters)"
         )
-    vals, offsets = lp.get("token_logprobs"), lp.get("text_offset")
-    if not isinstance(vals, list) or not isinstance(offsets, list) or len(vals) != len(offsets):
-        raise BackendResponseError("logprobs needs equal-length 'token_logprobs' and 'text_offset' lists")
-    total = 0.0
-    for v, off in zip(vals, offsets, strict=True):
-        if not isinstance(off, int):
-            raise BackendResponseError(f"text_offset entry {off!r} is not an integer")
-        if begin <= off < end:
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not np.isfinite(v):
-                raise BackendResponseError(
-                    f"token log-prob {v!r} inside the continuation is not a finite number"
-                )
-            total += float(v)
+    total, n_tokens = 0.0, 0
+    for (a, b), v in zip(spans, vals, strict=True):
+        if a < begin < b:
+            raise BackendResponseError(
+                f"a token spans the boundary between prompts[{index}] and its continuation; score with a "
+                "server that offers /tokenize (token ids), or end the prompt at a token boundary"
+            )
+        inside = (begin <= a < end) if b > a else (begin < a < end)
+        if inside:
+            total += _finite_logprob(v, f"inside continuations[{index}]")
+            n_tokens += 1
+    if cont and n_tokens == 0:
+        raise BackendResponseError(f"continuations[{index}] = {cont!r} covers no echoed token")
     return total

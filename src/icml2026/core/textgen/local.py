@@ -258,11 +258,29 @@ class HFLocalBackend:
             vals = [None, *vals]
         return ids, vals, offsets
 
+    def logprobs_of_ids(self, ids: Sequence[int]) -> list[float | None]:
+        """Log-prob of each token of ``ids`` given the tokens before it (None for the first); ``ids`` is
+        used as given (no BOS added). What a server returns as ``prompt_logprobs`` for a token-id prompt."""
+        import torch
+
+        seq = [int(i) for i in ids]
+        if not seq:
+            return []
+        if min(seq) < 0 or max(seq) >= self.tokenizer.vocab_size:
+            raise ValueError(f"token ids must lie in [0, {self.tokenizer.vocab_size}), got {seq[:8]}...")
+        self._check_length(len(seq))
+        with torch.no_grad():
+            t = torch.tensor([seq], device=self.device)
+            logits = self.model(input_ids=t, use_cache=False).logits.float()
+            lp = torch.log_softmax(logits[0, :-1], -1).gather(-1, t[0, 1:, None]).squeeze(-1).cpu().tolist()
+        return [None, *(float(v) for v in lp)]
+
     def score(self, prompts: Sequence[str], continuations: Sequence[str]) -> np.ndarray:
         """log p(continuation | prompt), summed over the continuation's tokens; shape ``(len(prompts),)``.
 
         Prompt and continuation are tokenized separately and concatenated (the convention of
-        likelihood-based evaluation harnesses). An empty continuation scores 0.
+        likelihood-based evaluation harnesses). An empty continuation scores 0; a non-empty one that
+        covers no token (whitespace under a word-level tokenizer) is an error.
         """
         import torch
 
@@ -271,6 +289,9 @@ class HFLocalBackend:
             (self._prompt_ids(p), self.tokenizer.encode(c))
             for p, c in zip(prompts, continuations, strict=True)
         ]
+        for i, (c, (_, ids_c)) in enumerate(zip(continuations, pairs, strict=True)):
+            if c and not ids_c:
+                raise ValueError(f"continuations[{i}] = {c!r} covers no token of the tokenizer")
         order = np.argsort([len(p) + len(c) for p, c in pairs], kind="stable")
         result = np.zeros(len(pairs), dtype=np.float64)
         with torch.no_grad():

@@ -1,19 +1,33 @@
 """A loopback OpenAI-compatible server in front of a local :class:`TextModel` (for tests and offline demos).
 
-It speaks the subset of the completions API that :class:`OpenAICompatBackend` uses: ``/v1/completions``
-with ``prompt`` (string or list), ``n``, ``temperature``, ``max_tokens``, ``stop``, ``seed``, and
-``echo=True`` with ``logprobs`` (for models exposing ``token_logprobs``, such as :class:`HFLocalBackend`),
-plus ``/v1/chat/completions`` with one user message. It binds 127.0.0.1 only and is not a production server.
+It speaks the subset of the completions API that :class:`OpenAICompatBackend` and the official ``openai``
+client use: ``/v1/completions`` with ``prompt`` (a string or a list), ``n``, ``temperature``,
+``max_tokens``, ``stop``, ``seed``, ``stream``, and ``echo=True`` with ``logprobs`` (for models exposing
+``token_logprobs``, such as :class:`HFLocalBackend`); ``/v1/chat/completions`` with the user messages.
+It binds 127.0.0.1 only and is not a production server.
+
+Two modes:
+
+- ``mode="exact"``: echoed ``tokens`` carry no BOS and ``text_offset`` holds the true character offsets
+  (what OpenAI's legacy API returns).
+- ``mode="vllm"``: what vLLM returns (needs an :class:`HFLocalBackend`): the prompt is tokenized with BOS;
+  the echoed tokens start with the BOS string (``<bos>``) and ``text_offset`` is the running sum of the
+  decoded token lengths *including* BOS, so it is off by the BOS length from the raw string positions;
+  prompts may be token ids; ``prompt_logprobs``, ``return_tokens_as_token_ids`` and ``return_token_ids``
+  are honoured; ``/tokenize`` (at the server root, beside ``/v1``) is served unless ``tokenize=False``.
+
+In both modes ``max_tokens`` is honoured on echo (that many tokens are generated after the echoed prompt;
+0 echoes only), and ``stream=true`` answers with server-sent events ending in ``data: [DONE]``.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -22,70 +36,264 @@ from .protocol import TextModel
 __all__ = ["serve_text_model"]
 
 
-def _completions(model: TextModel, req: dict[str, Any]) -> dict[str, Any]:
-    prompts = req["prompt"] if isinstance(req["prompt"], list) else [req["prompt"]]
-    n = int(req.get("n", 1))
-    if req.get("echo"):
-        score = getattr(model, "token_logprobs", None)
-        if score is None:
-            raise ValueError("this model cannot echo log-probabilities")
+class _BadRequest(ValueError):
+    pass
+
+
+def _int(req: dict[str, Any], key: str, default: int, lo: int) -> int:
+    v = req.get(key, default)
+    if v is None:
+        v = default
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+        raise _BadRequest(f"{key} must be an integer >= {lo}, got {v!r}")
+    return v
+
+
+def _incremental(tok: Any, ids: Sequence[int]) -> list[str]:
+    """Decoded piece of each token (incremental detokenization)."""
+    out, prev = [], ""
+    for t in range(len(ids)):
+        cur = tok.decode(list(ids[: t + 1]))
+        out.append(cur[len(prev) :] if cur.startswith(prev) else tok.decode([ids[t]]))
+        prev = cur
+    return out
+
+
+class _Engine:
+    """Request handling, separate from the HTTP plumbing."""
+
+    def __init__(self, model: TextModel, mode: str, tokenize: bool) -> None:
+        self.model, self.mode, self.tokenize_route = model, mode, tokenize
+        if mode == "vllm":
+            tok = getattr(model, "tokenizer", None)
+            if tok is None or not hasattr(model, "logprobs_of_ids"):
+                raise TypeError("mode='vllm' needs a model with a tokenizer and logprobs_of_ids (HFLocalBackend)")
+            self.tok = tok
+
+    # ------------------------------------------------------------------------------ vLLM tokenization
+    def _special_name(self, i: int) -> str:
+        symbols = getattr(self.tok, "symbols", None)
+        if symbols is not None and 0 <= i < len(symbols):
+            return str(symbols[i])
+        inner = getattr(self.tok, "tokenizer", None)
+        if inner is not None:
+            return str(inner.convert_ids_to_tokens(int(i)))
+        return self.tok.decode([i])
+
+    def _pieces(self, ids: Sequence[int], first_raw: bool = True) -> list[str]:
+        """Decoded string of each token as vLLM reports it: the first token decoded on its own with
+        special tokens shown (BOS -> ``<bos>``), the others by incremental detokenization."""
+        out: list[str] = []
+        prev = ""
+        for t in range(len(ids)):
+            cur = self.tok.decode(list(ids[: t + 1]))
+            if t == 0 and first_raw:
+                piece = cur or self._special_name(int(ids[0]))
+            else:
+                piece = cur[len(prev) :] if cur.startswith(prev) else self.tok.decode([ids[t]])
+            out.append(piece)
+            prev = cur
+        return out
+
+    def _text_ids(self, text: str, add_special: bool) -> list[int]:
+        bos = getattr(self.tok, "bos_id", None)
+        return ([bos] if add_special and bos is not None else []) + list(self.tok.encode(text))
+
+    def tokenize(self, req: dict[str, Any]) -> dict[str, Any]:
+        prompt = req.get("prompt")
+        if not isinstance(prompt, str):
+            raise _BadRequest("tokenize needs a string prompt")
+        ids = self._text_ids(prompt, bool(req.get("add_special_tokens", True)))
+        return {"tokens": ids, "count": len(ids), "max_model_len": getattr(self.model, "max_positions", None)}
+
+    # ------------------------------------------------------------------------------------ completions
+    def _prompts(self, req: dict[str, Any]) -> list[str | list[int]]:
+        p = req.get("prompt")
+        if isinstance(p, str):
+            return [p]
+        if isinstance(p, list) and p and all(isinstance(x, int) and not isinstance(x, bool) for x in p):
+            if self.mode != "vllm":
+                raise _BadRequest("token-id prompts need mode='vllm'")
+            return [list(p)]
+        if isinstance(p, list) and p and all(isinstance(x, str) for x in p):
+            return list(p)
+        if isinstance(p, list) and p and all(isinstance(x, list) for x in p):
+            if self.mode != "vllm":
+                raise _BadRequest("token-id prompts need mode='vllm'")
+            return [list(x) for x in p]
+        raise _BadRequest("prompt must be a string, a list of strings or (vllm mode) token ids")
+
+    def _generate(self, prompt_text: str, req: dict[str, Any], n: int, rng: np.random.Generator) -> list[str]:
+        max_tokens = _int(req, "max_tokens", 16, 0)
+        if max_tokens == 0:
+            return [""] * n
+        return self.model.sample(
+            [prompt_text],
+            n=n,
+            temperature=float(req.get("temperature", 1.0)),
+            max_new_tokens=max_tokens,
+            stop=tuple(req.get("stop") or ()),
+            rng=rng,
+        )[0]
+
+    def _echo_logprobs(
+        self, prompt: str | list[int], gen: str, req: dict[str, Any]
+    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """(echoed text, the 'logprobs' object, extra choice fields) for one prompt and its generation."""
+        extra: dict[str, Any] = {}
+        if self.mode == "exact":
+            assert isinstance(prompt, str)
+            score = getattr(self.model, "token_logprobs", None)
+            if score is None:
+                raise _BadRequest("this model cannot echo log-probabilities")
+            ids_p, vals, offsets = score(prompt)
+            vals, offsets = list(vals), list(offsets)
+            if getattr(self.model.tokenizer, "level", "char") == "word":  # type: ignore[attr-defined]
+                # a word and the whitespace before it, the way OpenAI's tokens carry their leading space
+                ends = [o + len(prompt[o:].split(None, 1)[0]) for o in offsets]
+                starts = [0, *ends[:-1]]
+                offsets = starts
+            else:
+                ends = [*offsets[1:], len(prompt)]
+            tokens = [prompt[a:b] for a, b in zip(offsets, ends, strict=True)]
+            if gen:  # the generated tokens follow, with their log-probs given the prompt
+                tok = self.model.tokenizer  # type: ignore[attr-defined]
+                bos = [tok.bos_id] if tok.bos_id is not None else []
+                gen_ids = list(tok.encode(gen))
+                lps = self.model.logprobs_of_ids(bos + list(ids_p) + gen_ids)  # type: ignore[attr-defined]
+                acc = len(prompt)
+                for k, piece in enumerate(_incremental(tok, gen_ids)):
+                    tokens.append(piece)
+                    offsets.append(acc)
+                    vals.append(lps[len(lps) - len(gen_ids) + k])
+                    acc += len(piece)
+            top = [None if v is None else {t: v} for t, v in zip(tokens, vals, strict=True)]
+            lp = {"tokens": tokens, "token_logprobs": vals, "text_offset": offsets, "top_logprobs": top}
+            return prompt + gen, lp, extra
+        ids = self._text_ids(prompt, True) if isinstance(prompt, str) else list(prompt)
+        if not ids:
+            raise _BadRequest("empty prompt and the tokenizer has no BOS")
+        text_prompt = prompt if isinstance(prompt, str) else self.tok.decode(ids)
+        gen_ids = list(self.tok.encode(gen)) if gen else []
+        seq = ids + gen_ids
+        vals = self.model.logprobs_of_ids(seq)  # type: ignore[attr-defined]
+        pieces = self._pieces(seq)
+        tokens = [f"token_id:{i}" for i in seq] if req.get("return_tokens_as_token_ids") else pieces
+        offsets, acc = [], 0
+        for tok in tokens:  # vLLM: a running sum of the decoded lengths, BOS included
+            offsets.append(acc)
+            acc += len(tok)
+        if req.get("prompt_logprobs") is not None:
+            extra["prompt_logprobs"] = [None] + [
+                {str(ids[t]): {"logprob": vals[t], "rank": 1, "decoded_token": pieces[t]}} for t in range(1, len(ids))
+            ]
+        if req.get("return_token_ids"):
+            extra["prompt_token_ids"] = ids
+        lp = {
+            "tokens": tokens,
+            "token_logprobs": vals,
+            "text_offset": offsets,
+            "top_logprobs": [None if v is None else {t: v} for t, v in zip(tokens, vals, strict=True)],
+        }
+        return text_prompt + gen, lp, extra
+
+    def completions(self, req: dict[str, Any]) -> dict[str, Any]:
+        prompts = self._prompts(req)
+        n = _int(req, "n", 1, 1)
+        max_tokens = _int(req, "max_tokens", 16, 0)
+        if max_tokens == 0 and not req.get("echo"):
+            raise _BadRequest("max_tokens = 0 needs echo")
+        rng = np.random.default_rng(int(req.get("seed") or 0))
         choices = []
         for i, p in enumerate(prompts):
-            _, vals, offsets = score(p)
-            choices.append(
-                {
-                    "index": i,
-                    "text": p,
-                    "finish_reason": "length",
-                    "logprobs": {"token_logprobs": vals, "text_offset": offsets},
+            text_p = p if isinstance(p, str) else self.tok.decode(p)
+            gens = self._generate(text_p, req, n, rng)
+            for j, g in enumerate(gens):
+                choice: dict[str, Any] = {
+                    "index": i * n + j,
+                    "text": g,
+                    "finish_reason": "length" if max_tokens == 0 else "stop",
+                    "logprobs": None,
                 }
-            )
-        return {"object": "text_completion", "model": req.get("model"), "choices": choices}
-    rng = np.random.default_rng(int(req.get("seed", 0)))
-    outs = model.sample(
-        prompts,
-        n=n,
-        temperature=float(req.get("temperature", 1.0)),
-        max_new_tokens=int(req.get("max_tokens", 16)),
-        stop=tuple(req.get("stop") or ()),
-        rng=rng,
-    )
-    choices = [
-        {"index": i * n + j, "text": t, "finish_reason": "stop"}
-        for i, row in enumerate(outs)
-        for j, t in enumerate(row)
-    ]
-    return {"object": "text_completion", "model": req.get("model"), "choices": choices}
+                if req.get("echo"):
+                    if req.get("logprobs") is not None or req.get("prompt_logprobs") is not None:
+                        text, lp, extra = self._echo_logprobs(p, g, req)
+                        choice.update(
+                            {"text": text, "logprobs": lp if req.get("logprobs") is not None else None, **extra}
+                        )
+                    else:
+                        choice["text"] = text_p + g
+                choices.append(choice)
+        return {
+            "id": "cmpl-stub",
+            "object": "text_completion",
+            "created": 0,
+            "model": req.get("model"),
+            "choices": choices,
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        }
+
+    def chat(self, req: dict[str, Any]) -> dict[str, Any]:
+        msgs = req.get("messages")
+        if not isinstance(msgs, list) or not msgs:
+            raise _BadRequest("messages must be a non-empty list")
+        prompt = "\n".join(str(m["content"]) for m in msgs)
+        n = _int(req, "n", 1, 1)
+        rng = np.random.default_rng(int(req.get("seed") or 0))
+        req = {**req, "max_tokens": _int(req, "max_tokens", 16, 1)}
+        outs = self._generate(prompt, req, n, rng)
+        return {
+            "id": "chatcmpl-stub",
+            "object": "chat.completion",
+            "created": 0,
+            "model": req.get("model"),
+            "choices": [
+                {"index": j, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
+                for j, t in enumerate(outs)
+            ],
+        }
 
 
-def _chat(model: TextModel, req: dict[str, Any]) -> dict[str, Any]:
-    prompt = "\n".join(str(m["content"]) for m in req["messages"])
-    n = int(req.get("n", 1))
-    rng = np.random.default_rng(int(req.get("seed", 0)))
-    outs = model.sample(
-        [prompt],
-        n=n,
-        temperature=float(req.get("temperature", 1.0)),
-        max_new_tokens=int(req.get("max_tokens", 16)),
-        stop=tuple(req.get("stop") or ()),
-        rng=rng,
-    )
-    return {
-        "object": "chat.completion",
-        "choices": [
-            {"index": j, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
-            for j, t in enumerate(outs[0])
-        ],
-    }
+def _stream_events(body: dict[str, Any], chat: bool) -> Iterator[bytes]:
+    """The response as server-sent events: per choice, its text in pieces, then a finish chunk."""
+    for c in body["choices"]:
+        text = c["message"]["content"] if chat else c["text"]
+        pieces = [text[k : k + 4] for k in range(0, len(text), 4)] or [""]
+        for k, piece in enumerate(pieces):
+            last = k == len(pieces) - 1
+            if chat:
+                ch: dict[str, Any] = {
+                    "index": c["index"],
+                    "delta": {"content": piece},
+                    "finish_reason": c["finish_reason"] if last else None,
+                }
+                obj = "chat.completion.chunk"
+            else:
+                ch = {
+                    "index": c["index"],
+                    "text": piece,
+                    "logprobs": None,
+                    "finish_reason": c["finish_reason"] if last else None,
+                }
+                obj = "text_completion"
+            event = {"id": body["id"], "object": obj, "created": 0, "model": body.get("model"), "choices": [ch]}
+            yield b"data: " + json.dumps(event).encode() + b"\n\n"
+    yield b"data: [DONE]\n\n"
 
 
 @contextmanager
-def serve_text_model(model: TextModel, *, port: int = 0) -> Iterator[str]:
+def serve_text_model(
+    model: TextModel, *, port: int = 0, mode: Literal["exact", "vllm"] = "exact", tokenize: bool = True
+) -> Iterator[str]:
     """Serve ``model`` on 127.0.0.1 in a background thread; yields the base URL (``http://127.0.0.1:P/v1``).
 
-    Requests are answered one at a time (the model is not assumed thread-safe). The server stops when
-    the ``with`` block ends.
+    ``mode`` chooses what echo scoring returns (see the module docstring); ``tokenize`` (vllm mode only)
+    serves vLLM's ``/tokenize``. Requests are answered one at a time (the model is not assumed
+    thread-safe). The server stops when the ``with`` block ends.
     """
+    if mode not in ("exact", "vllm"):
+        raise ValueError(f"mode must be 'exact' or 'vllm', got {mode!r}")
+    engine = _Engine(model, mode, tokenize)
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -95,16 +303,31 @@ def serve_text_model(model: TextModel, *, port: int = 0) -> Iterator[str]:
         def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
             try:
                 req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                if not isinstance(req, dict):
+                    raise _BadRequest("the request body must be a JSON object")
+                path = self.path.rstrip("/")
                 with lock:
-                    if self.path.endswith("/chat/completions"):
-                        body = _chat(model, req)
-                    elif self.path.endswith("/completions"):
-                        body = _completions(model, req)
+                    if path.endswith("/v1/chat/completions"):
+                        body, chat = engine.chat(req), True
+                    elif path.endswith("/v1/completions"):
+                        body, chat = engine.completions(req), False
+                    elif path == "/tokenize" and mode == "vllm" and tokenize:
+                        self._send(200, engine.tokenize(req))
+                        return
                     else:
                         self._send(404, {"error": {"message": f"no route {self.path}"}})
                         return
             except (ValueError, KeyError, TypeError) as exc:
                 self._send(400, {"error": {"message": str(exc)}})
+                return
+            if req.get("stream"):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                for event in _stream_events(body, chat):
+                    self.wfile.write(event)
+                    self.wfile.flush()
                 return
             self._send(200, body)
 
