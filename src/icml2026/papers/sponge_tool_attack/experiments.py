@@ -1,0 +1,295 @@
+"""Registered experiments of sponge_tool_attack (criteria 2-5 of the brief, and the defence).
+
+All victims here are the simulated agents of :mod:`.sim`: the runs validate the attack's mechanics, not the
+phenomenon on real LLMs (see README.md for the vLLM path at the paper's scale).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from icml2026.core import Check, Outcome, experiment, spawn
+from icml2026.core.config import config, param
+from icml2026.core.plotting import new_figure
+from icml2026.core.progress import track
+
+from .agent import Trajectory
+from .attack import BanditInductor, EmbeddingJudge, PolicyBank, Rewrite, STAAttacker, TemplateRewriter
+from .baselines import naive_paraphrase, static_sponge
+from .data import DOMAINS, Task, make_tasks, split_tasks
+from .defense import StepAnomalyDetector
+from .embed import SentenceEncoder
+from .metrics import PairedMetrics, paired_metrics
+from .sim import SimAgent
+
+DomainName = Literal["arithmetic", "units", "dates", "kb"]
+
+
+@config
+class AttackConfig:
+    """Sizes of one STA run on simulated victims (paper/brief values in the comments)."""
+
+    n_seeds: int = param(3, 1, 10, help="independent task suites and attack runs")
+    n_probe: int = param(17, 1, 200, help="probe queries (paper: 17, ~1% of the data)")
+    n_test: int = param(200, 4, 1000, help="held-out queries (brief: 200)")
+    n_iter: int = param(5, 1, 20, help="attack rounds per probe query (brief: 5)")
+    n_candidates: int = param(4, 1, 12, help="candidates per round (brief: 4)")
+    t_max: int = param(15, 2, 60, help="step budget T_max (paper's low budget: 15)")
+    tau_sem: float = param(0.80, 0.0, 1.0, help="judge threshold on MiniLM cosine (brief: 0.80)")
+    threshold: float = param(0.5, 0.05, 0.95, help="compliant agent's prototype similarity threshold")
+    temperature: float = param(1.0, 0.01, 100.0, help="softmax temperature of policy sampling")
+    n_boot: int = param(1000, 10, 20000, help="bootstrap resamples")
+
+
+@config
+class TransferConfig(AttackConfig):
+    """Policies learned on domain A probes, applied to domain B queries (criterion 5)."""
+
+    source: DomainName = "arithmetic"
+    target: DomainName = "kb"
+
+    def __post_init__(self) -> None:
+        if self.source == self.target:
+            raise ValueError(f"source = {self.source!r}: must differ from target")
+
+
+def _suite(cfg: AttackConfig, rng: np.random.Generator, domains: tuple[str, ...] = DOMAINS,
+           n_probe: int | None = None, n_test: int | None = None) -> tuple[list[Task], list[Task]]:
+    n_probe = cfg.n_probe if n_probe is None else n_probe
+    n_test = cfg.n_test if n_test is None else n_test
+    per = -(-(n_probe + n_test) // len(domains)) + 1
+    tasks = make_tasks(per, rng, domains)
+    probe, test = split_tasks(tasks, n_probe, rng)
+    return probe, test[:n_test]
+
+
+def _attacker(enc: SentenceEncoder, cfg: AttackConfig, use_judge: bool = True,
+              use_buffer: bool = True) -> STAAttacker:
+    return STAAttacker(TemplateRewriter(), EmbeddingJudge(enc, cfg.tau_sem), BanditInductor(), PolicyBank(),
+                       use_judge=use_judge, use_buffer=use_buffer, temperature=cfg.temperature)
+
+
+@dataclass
+class _Eval:
+    metrics: PairedMetrics
+    clean: list[Trajectory]
+    attacked: list[Trajectory]
+
+
+def _evaluate(agent: Any, tasks: list[Task], rewrites: list[Rewrite], enc: SentenceEncoder,
+              rng: np.random.Generator, n_boot: int, clean: list[Trajectory] | None = None) -> _Eval:
+    enc.encode([t.query for t in tasks] + [r.text for r in rewrites])
+    clean = clean if clean is not None else [agent.run(t.query) for t in tasks]
+    attacked = [agent.run(r.text) for r in rewrites]
+    sims = [enc.cosine(t.query, r.text) for t, r in zip(tasks, rewrites)]
+    rewritten = [r.text != t.query for t, r in zip(tasks, rewrites)]
+    m = paired_metrics(clean, attacked, [t.answer for t in tasks], sims, rewritten, rng, n_boot)
+    return _Eval(m, clean, attacked)
+
+
+def _spread(vals: list[float]) -> tuple[float, float, float]:
+    a = np.asarray(vals, float)
+    return float(a.mean()), float(a.min()), float(a.max())
+
+
+def _bar_figure(title: str, names: list[str], clean: list[float], attacked: list[float], ylabel: str) -> Any:
+    fig, ax = new_figure(title, "variant", ylabel)
+    x = np.arange(len(names))
+    ax.bar(x - 0.2, clean, 0.4, label="clean x")
+    ax.bar(x + 0.2, attacked, 0.4, label="rewritten x'")
+    ax.set_xticks(x, names, fontsize=7)
+    ax.legend(fontsize=8)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------------
+@experiment(
+    "sponge_tool_attack.headline",
+    claim="Query-only STA rewrites make a compliant tool agent take many more steps (T_max=15: "
+    "Delta steps >= +2, cap-hit +10 points) at unchanged accuracy and MiniLM similarity >= 0.80, "
+    "while a concise agent and a naive paraphrase show no gain; a per-user step alarm flags the attack.",
+    presets={
+        "smoke": AttackConfig(n_seeds=1, n_probe=3, n_test=8, n_iter=1, n_candidates=2, n_boot=50),
+        "quick": AttackConfig(n_seeds=3, n_probe=17, n_test=40, n_iter=2, n_boot=300),
+        "full": AttackConfig(),
+    },
+)
+def headline(cfg: AttackConfig, rng: np.random.Generator) -> Outcome:
+    enc = SentenceEncoder()
+    rows: list[dict[str, Any]] = []
+    per: dict[str, list[float]] = {}
+
+    def put(k: str, v: float) -> None:
+        per.setdefault(k, []).append(float(v))
+
+    for s, r in enumerate(track(spawn(rng, cfg.n_seeds), "headline seeds", total=cfg.n_seeds)):
+        r_data, r_att, r_eval, r_conc, r_boot = spawn(r, 5)
+        probe, test = _suite(cfg, r_data)
+        compliant = SimAgent("compliant", enc, cfg.t_max, cfg.threshold)
+        concise = SimAgent("concise", None, cfg.t_max)
+        att = _attacker(enc, cfg)
+        att.run([t.query for t in probe], compliant, cfg.n_iter, cfg.n_candidates, r_att)
+        sta = [att.rewrite(t.query, cfg.n_candidates, r_eval) for t in test]
+        ev = _evaluate(compliant, test, sta, enc, r_boot, cfg.n_boot)
+        para = _evaluate(compliant, test, [naive_paraphrase(t.query, r_eval) for t in test], enc, r_boot,
+                         cfg.n_boot, ev.clean)
+        stat = _evaluate(compliant, test, [static_sponge(t.query) for t in test], enc, r_boot, cfg.n_boot,
+                         ev.clean)
+        # criterion 3: STA run against the concise agent, evaluated on it
+        att_c = _attacker(enc, cfg)
+        att_c.run([t.query for t in probe], concise, cfg.n_iter, cfg.n_candidates, r_conc)
+        conc = _evaluate(concise, test, [att_c.rewrite(t.query, cfg.n_candidates, r_eval) for t in test],
+                         enc, r_boot, cfg.n_boot)
+        # the defence: users send the held-out queries round-robin; the first half of each user's clean
+        # traffic fits the alarm, the second half (clean) measures false alarms, its attacked twin detection
+        n_users = 5
+        users = [f"user{i % n_users}" for i in range(len(test))]
+        half = np.array([(i // n_users) % 2 == 0 for i in range(len(test))])
+        det = StepAnomalyDetector(n_sigma=2.0, min_history=2).fit(
+            [u for u, h in zip(users, half) if h], [t.n_steps for t, h in zip(ev.clean, half) if h])
+        held_u = [u for u, h in zip(users, half) if not h]
+        fpr = float(det.predict(held_u, [t.n_steps for t, h in zip(ev.clean, half) if not h]).mean())
+        att_idx = [i for i in range(len(test)) if not half[i] and sta[i].text != test[i].query]
+        tpr = float(det.predict([users[i] for i in att_idx], [ev.attacked[i].n_steps for i in att_idx]).mean()) \
+            if att_idx else 0.0
+        m = ev.metrics
+        put("delta_steps", m.delta_steps)
+        put("cap_increase", m.cap_attacked - m.cap_clean)
+        put("acc_drop", m.acc_clean - m.acc_attacked)
+        put("similarity", m.similarity)
+        put("similarity_rewritten", m.similarity_rewritten)
+        put("rewritten_rate", m.rewritten_rate)
+        put("steps_clean", m.steps_clean)
+        put("steps_attacked", m.steps_attacked)
+        put("cap_clean", m.cap_clean)
+        put("cap_attacked", m.cap_attacked)
+        put("acc_clean", m.acc_clean)
+        put("acc_attacked", m.acc_attacked)
+        put("tokens_ratio", m.tokens_attacked / max(m.tokens_clean, 1e-9))
+        put("paraphrase_delta_steps", para.metrics.delta_steps)
+        put("static_delta_steps", stat.metrics.delta_steps)
+        put("static_cap_increase", stat.metrics.cap_attacked - stat.metrics.cap_clean)
+        put("static_similarity", stat.metrics.similarity)
+        put("concise_delta_steps", conc.metrics.delta_steps)
+        put("defence_tpr", tpr)
+        put("defence_fpr", fpr)
+        rows.append({
+            "seed": s, "delta_steps": round(m.delta_steps, 3),
+            "delta_steps_ci": f"[{m.delta_steps_ci[0]:.2f}, {m.delta_steps_ci[1]:.2f}]",
+            "cap_clean": round(m.cap_clean, 3), "cap_attacked": round(m.cap_attacked, 3),
+            "delta_cap_ci": f"[{m.delta_cap_ci[0]:.3f}, {m.delta_cap_ci[1]:.3f}]",
+            "acc_clean": round(m.acc_clean, 3), "acc_attacked": round(m.acc_attacked, 3),
+            "delta_acc_ci": f"[{m.delta_acc_ci[0]:.3f}, {m.delta_acc_ci[1]:.3f}]",
+            "similarity": round(m.similarity, 3), "paraphrase_delta": round(para.metrics.delta_steps, 3),
+            "static_delta": round(stat.metrics.delta_steps, 3), "concise_delta": round(conc.metrics.delta_steps, 3),
+            "defence_tpr": round(tpr, 3), "defence_fpr": round(fpr, 3),
+        })
+    metrics: dict[str, float] = {}
+    for k, v in per.items():
+        mean, lo, hi = _spread(v)
+        metrics[k] = mean
+        metrics[f"{k}_min"], metrics[f"{k}_max"] = lo, hi
+    checks = [
+        Check("delta_steps", metrics["delta_steps"], ">= 2.0", paper="+3.33 (Qwen2-VL-7B, T_max=15)"),
+        Check("cap_hit_increase", metrics["cap_increase"], ">= 0.10", paper="+13.35 points (gpt-4o-mini)"),
+        Check("accuracy_drop", metrics["acc_drop"], "<= 0.02", paper="52.86% -> 51.23% (gpt-4o-mini)"),
+        Check("similarity", metrics["similarity"], ">= 0.80"),
+        Check("concise_abs_delta_steps", abs(metrics["concise_delta_steps"]), "<= 0.2"),
+        Check("paraphrase_abs_delta_steps", abs(metrics["paraphrase_delta_steps"]), "<= 0.3"),
+        Check("defence_detection_rate", metrics["defence_tpr"], ">= 0.8"),
+        Check("defence_false_alarm_rate", metrics["defence_fpr"], "<= 0.1"),
+    ]
+    names = ["STA", "paraphrase", "static sponge", "STA vs concise"]
+    fig = _bar_figure("Mean tool-calling steps per query (mean over seeds)", names,
+                      [metrics["steps_clean"]] * 3 + [metrics["steps_clean"]],
+                      [metrics["steps_attacked"], metrics["steps_clean"] + metrics["paraphrase_delta_steps"],
+                       metrics["steps_clean"] + metrics["static_delta_steps"],
+                       metrics["steps_clean"] + metrics["concise_delta_steps"]], "steps")
+    return Outcome(metrics=metrics, checks=checks, figures={"steps": fig}, tables={"per_seed": rows})
+
+
+@experiment(
+    "sponge_tool_attack.ablation",
+    claim="Both memories are needed: full STA reaches a higher cap-hit rate than judge-only (no history "
+    "buffer) and buffer-only (no judge) at T_max=15.",
+    presets={
+        "smoke": AttackConfig(n_seeds=1, n_probe=3, n_test=8, n_iter=1, n_candidates=2, n_boot=50),
+        "quick": AttackConfig(n_seeds=3, n_probe=17, n_test=40, n_iter=2, n_boot=300),
+        "full": AttackConfig(),
+    },
+)
+def ablation(cfg: AttackConfig, rng: np.random.Generator) -> Outcome:
+    enc = SentenceEncoder()
+    variants = {"judge_only": (True, False), "buffer_only": (False, True), "full": (True, True)}
+    per: dict[str, list[float]] = {}
+    rows: list[dict[str, Any]] = []
+    for s, r in enumerate(track(spawn(rng, cfg.n_seeds), "ablation seeds", total=cfg.n_seeds)):
+        r_data, r_att, r_eval, r_boot = spawn(r, 4)
+        probe, test = _suite(cfg, r_data)
+        agent = SimAgent("compliant", enc, cfg.t_max, cfg.threshold)
+        clean = [agent.run(t.query) for t in test]
+        for name, (uj, ub) in variants.items():
+            ra, re_ = spawn(r_att, 1)[0], spawn(r_eval, 1)[0]
+            att = _attacker(enc, cfg, use_judge=uj, use_buffer=ub)
+            att.run([t.query for t in probe], agent, cfg.n_iter, cfg.n_candidates, ra)
+            ev = _evaluate(agent, test, [att.rewrite(t.query, cfg.n_candidates, re_) for t in test], enc,
+                           r_boot, cfg.n_boot, clean)
+            for k, v in (("cap", ev.metrics.cap_attacked), ("delta_steps", ev.metrics.delta_steps),
+                         ("rewritten_rate", ev.metrics.rewritten_rate), ("acc", ev.metrics.acc_attacked)):
+                per.setdefault(f"{name}_{k}", []).append(v)
+            rows.append({"seed": s, "variant": name, "cap_hit": round(ev.metrics.cap_attacked, 3),
+                         "delta_steps": round(ev.metrics.delta_steps, 3),
+                         "rewritten_rate": round(ev.metrics.rewritten_rate, 3)})
+        per.setdefault("cap_clean", []).append(float(np.mean([t.cap_hit for t in clean])))
+    metrics: dict[str, float] = {}
+    for k, v in per.items():
+        metrics[k], metrics[f"{k}_min"], metrics[f"{k}_max"] = _spread(v)
+    checks = [
+        # margin 0.02 (2 points): a difference smaller than one query in 50 is not an ordering
+        Check("full_minus_judge_only_cap", metrics["full_cap"] - metrics["judge_only_cap"], ">= 0.02",
+              paper="26.54% vs 18.42%"),
+        Check("full_minus_buffer_only_cap", metrics["full_cap"] - metrics["buffer_only_cap"], ">= 0.02",
+              paper="26.54% vs 14.76%"),
+    ]
+    fig, ax = new_figure("Cap-hit rate by variant (mean over seeds)", "variant", "cap-hit rate")
+    ax.bar(range(3), [metrics[f"{v}_cap"] for v in variants], tick_label=list(variants))
+    return Outcome(metrics=metrics, checks=checks, figures={"cap_hit": fig}, tables={"per_seed": rows})
+
+
+@experiment(
+    "sponge_tool_attack.transfer",
+    claim="A Policy Bank built on probes of one domain transfers: on another domain's queries it adds at "
+    "least one tool-calling step per query on average.",
+    presets={
+        "smoke": TransferConfig(n_seeds=1, n_probe=3, n_test=8, n_iter=1, n_candidates=2, n_boot=50),
+        "quick": TransferConfig(n_seeds=3, n_probe=17, n_test=40, n_iter=2, n_boot=300),
+        "full": TransferConfig(),
+    },
+)
+def transfer(cfg: TransferConfig, rng: np.random.Generator) -> Outcome:
+    enc = SentenceEncoder()
+    deltas, caps, sims, rows = [], [], [], []
+    for s, r in enumerate(track(spawn(rng, cfg.n_seeds), "transfer seeds", total=cfg.n_seeds)):
+        r_a, r_b, r_att, r_eval, r_boot = spawn(r, 5)
+        probe, _ = _suite(cfg, r_a, (cfg.source,), n_test=1)
+        _, test = _suite(cfg, r_b, (cfg.target,), n_probe=1)
+        agent = SimAgent("compliant", enc, cfg.t_max, cfg.threshold)
+        att = _attacker(enc, cfg)
+        att.run([t.query for t in probe], agent, cfg.n_iter, cfg.n_candidates, r_att)
+        ev = _evaluate(agent, test, [att.rewrite(t.query, cfg.n_candidates, r_eval) for t in test], enc,
+                       r_boot, cfg.n_boot)
+        deltas.append(ev.metrics.delta_steps)
+        caps.append(ev.metrics.cap_attacked - ev.metrics.cap_clean)
+        sims.append(ev.metrics.similarity)
+        rows.append({"seed": s, "delta_steps": round(ev.metrics.delta_steps, 3),
+                     "delta_steps_ci": f"[{ev.metrics.delta_steps_ci[0]:.2f}, {ev.metrics.delta_steps_ci[1]:.2f}]",
+                     "similarity": round(ev.metrics.similarity, 3)})
+    metrics: dict[str, float] = {}
+    for k, v in (("delta_steps", deltas), ("cap_increase", caps), ("similarity", sims)):
+        metrics[k], metrics[f"{k}_min"], metrics[f"{k}_max"] = _spread(v)
+    checks = [Check("transfer_delta_steps", metrics["delta_steps"], ">= 1.0",
+                    paper="bank from 17 probe samples (~1% of data) reused on unseen queries")]
+    return Outcome(metrics=metrics, checks=checks, tables={"per_seed": rows})
