@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from icml2026.core.validate import as_array, finite_number
+
 from .valuation import (
     _as_series,
     _check_int,
@@ -75,8 +77,8 @@ def lava_sample_values(
     """
     import ot
 
-    x = np.asarray(samples, dtype=np.float64)
-    r = np.asarray(reference, dtype=np.float64)
+    x = as_array(samples, "samples", ndim=(2, 3))
+    r = as_array(reference, "reference", ndim=(2, 3))
     if x.ndim == 2:
         x = x[:, :, None]
     if r.ndim == 2:
@@ -84,6 +86,9 @@ def lava_sample_values(
     if x.shape[1:] != r.shape[1:]:
         raise ValueError(f"samples {x.shape[1:]} and reference {r.shape[1:]} differ in (length, channels)")
     n, m = x.shape[0], r.shape[0]
+    label_weight = finite_number(label_weight, "label_weight", lo=0.0)
+    if (labels is None) != (reference_labels is None):
+        raise ValueError("give both labels and reference_labels, or neither")
     if n < 2:
         raise ValueError("LAVA's calibrated gradient needs at least 2 samples")
     fx = wavelet_features(x, None, normalize=normalize)
@@ -156,8 +161,7 @@ def timeinf_scores(series: np.ndarray, window: int = 64, ridge: float = 1e-2) ->
     """
     x = _as_series(series, "series")
     window = _check_int(window, "window", 2)
-    if not ridge > 0:
-        raise ValueError(f"ridge must be positive, got {ridge}")
+    ridge = finite_number(ridge, "ridge", lo=0.0, lo_open=True)
     t_len, d = x.shape
     p = window - 1
     if t_len <= window:
@@ -206,10 +210,18 @@ def pyod_segment_scores(
 
     if detector not in PYOD_DETECTORS:
         raise ValueError(f"unknown detector {detector!r}; choose from {PYOD_DETECTORS}")
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng: expected a numpy.random.Generator, got {type(rng).__name__}")
     x = _as_series(series, "series")
     r = _as_series(reference, "reference")
-    rstride = stride if reference_stride is None else reference_stride
+    window = _check_int(window, "window", 1)
+    stride = _check_int(stride, "stride", 1)
+    rstride = stride if reference_stride is None else _check_int(reference_stride, "reference_stride", 1)
+    if x.shape[1] != r.shape[1]:
+        raise ValueError(f"series has {x.shape[1]} channel(s) but reference has {r.shape[1]}")
     starts, segs = segment_series(x, window, stride)
+    if len(starts) < 2:
+        raise ValueError(f"series: yields {len(starts)} segment(s) with window={window}, stride={stride}; need >= 2")
     _, rsegs = segment_series(r, window, rstride)
     fx = wavelet_features(segs, None, normalize=normalize)
     fr = wavelet_features(rsegs, None, normalize=normalize)

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from icml2026.core.validate import finite_number, positive_int
+
 __all__ = [
     "AnomalySeries",
     "ClassificationSet",
@@ -205,8 +207,8 @@ def load_ucr_classification(name: str) -> ClassificationSet:
 
 def synthetic_base(length: int, rng: np.random.Generator, noise: float = 0.05) -> np.ndarray:
     """``x(t) = sin(2 pi t/100) + 0.5 sin(2 pi t/25) + N(0, noise^2)``, shape (length,)."""
-    if length < 1:
-        raise ValueError(f"length must be >= 1, got {length}")
+    length = positive_int(length, "length")
+    noise = finite_number(noise, "noise", lo=0.0)
     t = np.arange(length)
     return np.sin(2 * np.pi * t / 100) + 0.5 * np.sin(2 * np.pi * t / 25) + rng.normal(0.0, noise, length)
 
@@ -218,9 +220,13 @@ def make_spike_series(
 
     Spike sizes are uniform in ``magnitude`` with a random sign. Returns ``(series, labels)``, both (length,).
     """
+    length = positive_int(length, "length")
+    finite_number(frac, "frac")
     if not 0 < frac < 1:
         raise ValueError(f"frac must be in (0, 1), got {frac}")
-    lo, hi = magnitude
+    if len(magnitude) != 2:
+        raise ValueError(f"magnitude must be (lo, hi), got {magnitude}")
+    lo, hi = (finite_number(v, "magnitude") for v in magnitude)
     if not 0 <= lo <= hi:
         raise ValueError(f"magnitude must be (lo, hi) with 0 <= lo <= hi, got {magnitude}")
     x = synthetic_base(length, rng)
@@ -237,6 +243,7 @@ def make_regime_shift_series(length: int, rng: np.random.Generator) -> tuple[np.
 
     Returns ``(series, labels)`` with labels 1 on the shifted half.
     """
+    length = positive_int(length, "length", minimum=2)
     x = synthetic_base(length, rng)
     half = length // 2
     t = np.arange(half, length)

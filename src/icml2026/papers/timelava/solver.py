@@ -29,6 +29,8 @@ from scipy.linalg import LinAlgError
 from scipy.special import logsumexp
 from threadpoolctl import threadpool_limits
 
+from icml2026.core.validate import as_array, finite_number, positive_int
+
 __all__ = [
     "UOTResult",
     "sinkhorn_log_unbalanced",
@@ -65,14 +67,18 @@ class UOTResult:
 
 
 def _check_solver_args(kappa: float, eps: float, tol: float, max_iter: int) -> float:
+    if isinstance(kappa, bool) or not isinstance(kappa, (int, float, np.integer, np.floating)):
+        raise ValueError(f"kappa must be a positive finite number, got {kappa!r}")
+    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)):
+        raise ValueError(f"eps must be a positive finite number, got {eps!r}")
     if not (np.isfinite(kappa) and kappa > 0):
         raise ValueError(f"kappa must be a positive finite number, got {kappa!r}")
     if not (np.isfinite(eps) and eps > 0):
         raise ValueError(f"eps must be a positive finite number, got {eps!r}")
-    if not (tol > 0):
-        raise ValueError(f"tol must be positive, got {tol!r}")
-    if int(max_iter) < 1:
-        raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
+    finite_number(tol, "tol", lo=0.0, lo_open=True)
+    if isinstance(max_iter, float) and float(max_iter).is_integer():
+        max_iter = int(max_iter)  # 1e5 written as a float
+    positive_int(max_iter, "max_iter")
     return kappa / (kappa + eps)
 
 
@@ -151,6 +157,7 @@ def sinkhorn_log_unbalanced(
     UOTResult with ``f`` (n,), ``g`` (m,). A RuntimeWarning is issued when ``max_iter`` is reached.
     """
     rho = _check_solver_args(kappa, eps, tol, max_iter)
+    max_iter = int(max_iter)
     cost = np.asarray(cost, dtype=np.float64)
     if cost.ndim != 2 or cost.shape[0] < 1 or cost.shape[1] < 1:
         raise ValueError(f"cost must be a non-empty 2-D array, got shape {cost.shape}")
@@ -159,9 +166,14 @@ def sinkhorn_log_unbalanced(
     n, m = cost.shape
     log_a = np.log(_weights(a, n, "a"))
     log_b = np.log(_weights(b, m, "b"))
-    f, g = (
-        (np.zeros(n), np.zeros(m)) if init is None else (np.array(init[0], float), np.array(init[1], float))
-    )
+    if init is None:
+        f, g = np.zeros(n), np.zeros(m)
+    else:
+        if len(init) != 2:
+            raise ValueError("init: expected a pair (f, g)")
+        f, g = as_array(init[0], "init[0]", ndim=1).copy(), as_array(init[1], "init[1]", ndim=1).copy()
+        if f.shape != (n,) or g.shape != (m,):
+            raise ValueError(f"init: f and g must have shapes ({n},) and ({m},), got {f.shape} and {g.shape}")
     converged = False
     n_iter = 0
     for n_iter in range(1, int(max_iter) + 1):  # noqa: B007 (the count is returned)
@@ -190,7 +202,13 @@ def transport_plan(
     b: np.ndarray | None = None,
 ) -> np.ndarray:
     """Primal plan from the duals: ``T_ij = a_i b_j exp((f_i + g_j - D_ij)/eps)`` (Def. 4.4). Shape (n, m)."""
+    cost = as_array(cost, "cost", ndim=2)
     n, m = cost.shape
+    f = as_array(f, "f", ndim=1)
+    g = as_array(g, "g", ndim=1)
+    if f.shape != (n,) or g.shape != (m,):
+        raise ValueError(f"f and g must have shapes ({n},) and ({m},) to match cost, got {f.shape} and {g.shape}")
+    eps = finite_number(eps, "eps", lo=0.0, lo_open=True)
     a_ = _weights(a, n, "a")
     b_ = _weights(b, m, "b")
     return a_[:, None] * b_[None, :] * np.exp((f[:, None] + g[None, :] - cost) / eps)
@@ -207,6 +225,14 @@ def uot_objective(
     plan: np.ndarray, cost: np.ndarray, a: np.ndarray, b: np.ndarray, kappa: float, eps: float
 ) -> float:
     """Primal objective of Eq. (5): ``<D,T> + kappa KL(T1|a) + kappa KL(T^T 1|b) + eps KL(T|ab^T)``."""
+    cost = as_array(cost, "cost", ndim=2)
+    plan = as_array(plan, "plan", ndim=2, lo=0.0)
+    if plan.shape != cost.shape:
+        raise ValueError(f"plan {plan.shape} and cost {cost.shape} must have the same shape")
+    a = _weights(a, cost.shape[0], "a")
+    b = _weights(b, cost.shape[1], "b")
+    kappa = finite_number(kappa, "kappa", lo=0.0, lo_open=True)
+    eps = finite_number(eps, "eps", lo=0.0, lo_open=True)
     return (
         float(np.sum(cost * plan))
         + kappa * _gen_kl(plan.sum(axis=1), a)
@@ -439,8 +465,19 @@ def solve_uot_truncated(
     sweeps and ``n_newton`` Newton steps.
     """
     rho = _check_solver_args(kappa, eps, tol, max_iter)
+    max_iter = int(max_iter)
+    if not callable(cost_rows):
+        raise ValueError("cost_rows: must be a function (start, stop) -> rows of the cost matrix")
+    for name, v in (("n", n), ("m", m)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise ValueError(f"{name}: expected an integer, got {v!r}")
     if n < 1 or m < 1:
         raise ValueError(f"need at least one segment on each side, got n={n}, m={m}")
+    n, m = int(n), int(m)
+    n_neighbors = positive_int(n_neighbors, "n_neighbors")
+    max_rounds = positive_int(max_rounds, "max_rounds")
+    theta = finite_number(theta, "theta", lo=0.0, lo_open=True)
+    warmup_tol = finite_number(warmup_tol, "warmup_tol", lo=0.0, lo_open=True)
     log_a = np.full(n, -math.log(n))
     log_b = np.full(m, -math.log(m))
     step = max(1, _CHUNK_ENTRIES // m)
@@ -454,7 +491,10 @@ def solve_uot_truncated(
     col_best_val = np.full((k_col, m), np.inf)
     col_best_idx = np.zeros((k_col, m), dtype=np.int64)
     for s in range(0, n, step):
-        chunk = cost_rows(s, min(n, s + step))
+        chunk = np.asarray(cost_rows(s, min(n, s + step)), dtype=np.float64)
+        if chunk.shape != (min(n, s + step) - s, m):
+            raise ValueError(f"cost_rows({s}, {min(n, s + step)}) returned shape {chunk.shape}, expected "
+                             f"({min(n, s + step) - s}, {m})")
         if not np.all(np.isfinite(chunk)):
             raise ValueError("cost contains NaN or inf")
         nr = chunk.shape[0]

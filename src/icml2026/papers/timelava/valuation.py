@@ -16,6 +16,8 @@ import numpy as np
 import pywt
 from scipy.spatial.distance import cdist
 
+from icml2026.core.validate import as_array, positive_int, same_length
+
 from .solver import UOTResult, solve_uot_truncated
 
 __all__ = [
@@ -116,6 +118,9 @@ def _check_pos(value: float, name: str) -> float:
 
 def segment_starts(length: int, window: int, stride: int) -> np.ndarray:
     """Start indices ``s_i = 0, S, 2S, ...`` with ``s_i + L <= T`` (Algorithm 1, step 1). Shape (n,)."""
+    length = positive_int(length, "length")
+    window = positive_int(window, "window")
+    stride = positive_int(stride, "stride")
     if window > length:
         raise ValueError(f"window={window} is longer than the series (length {length})")
     return np.arange(0, length - window + 1, stride, dtype=np.int64)
@@ -132,6 +137,7 @@ def segment_series(series: np.ndarray, window: int, stride: int) -> tuple[np.nda
     -------
     starts : (n,), segments : (n, L, d) (a copy).
     """
+    series = as_array(series, "series", ndim=2)
     starts = segment_starts(series.shape[0], window, stride)
     view = np.lib.stride_tricks.sliding_window_view(series, window, axis=0)  # (T-L+1, d, L)
     segs = np.ascontiguousarray(view[starts].transpose(0, 2, 1))
@@ -177,10 +183,12 @@ def wavelet_features(
     -------
     (n, p) float64 features, ``p ~ L * d``.
     """
-    segs = np.asarray(segments, dtype=np.float64)
+    segs = as_array(segments, "segments", ndim=(2, 3))
     if segs.ndim == 2:
         segs = segs[:, :, None]
     n, window, d = segs.shape
+    if window < 1 or d < 1:
+        raise ValueError(f"segments: expected shape (n, L) or (n, L, d) with L, d >= 1, got {segs.shape}")
     x = segs.transpose(0, 2, 1)  # (n, d, L)
     if normalize:
         mu = x.mean(axis=2, keepdims=True)
@@ -197,6 +205,10 @@ def wavelet_features(
 def segment_labels(labels: np.ndarray, starts: np.ndarray, window: int) -> np.ndarray:
     """Segment label by majority vote of its per-step labels (ties -> smallest label). Shape (n,)."""
     lab = np.asarray(labels)
+    if lab.ndim != 1 or lab.size == 0:
+        raise ValueError(f"labels: expected a non-empty 1-D array, got shape {lab.shape}")
+    window = positive_int(window, "window", maximum=lab.size)
+    starts = as_array(starts, "starts", ndim=1, dtype=np.int64, lo=0, hi=lab.size - window)
     view = np.lib.stride_tricks.sliding_window_view(lab, window)[starts]
     out = np.empty(len(starts), dtype=lab.dtype)
     for k, row in enumerate(view):
@@ -223,6 +235,15 @@ def label_cost_table(
     """
     import ot
 
+    feats = as_array(feats, "feats", ndim=2)
+    ref_feats = as_array(ref_feats, "ref_feats", ndim=2)
+    if feats.shape[1] != ref_feats.shape[1]:
+        raise ValueError(f"feats and ref_feats must have the same width, got {feats.shape} and {ref_feats.shape}")
+    labels, ref_labels = np.asarray(labels), np.asarray(ref_labels)
+    if labels.ndim != 1 or ref_labels.ndim != 1:
+        raise ValueError("labels and ref_labels must be 1-D")
+    same_length(feats=feats, labels=labels)
+    same_length(ref_feats=ref_feats, ref_labels=ref_labels)
     classes, inv = np.unique(labels, return_inverse=True)
     ref_classes, ref_inv = np.unique(ref_labels, return_inverse=True)
     table = np.zeros((classes.size, ref_classes.size))
@@ -247,7 +268,8 @@ def calibrated_values(f: np.ndarray, kappa: float) -> tuple[np.ndarray, np.ndarr
 
     Thm 4.5 / Eq. (7). Returns ``(values, phi)``, both (n,); the values sum to 0.
     """
-    f = np.asarray(f, dtype=np.float64)
+    f = as_array(f, "f", ndim=1, min_size=0)
+    kappa = _check_pos(kappa, "kappa")
     n = f.size
     if n < 2:
         raise ValueError("the calibrated gradient (Eq. 7) needs at least 2 evaluated segments")
@@ -267,8 +289,13 @@ def pointwise_values(values: np.ndarray, starts: np.ndarray, window: int, length
     -------
     (T,) float array.
     """
-    values = np.asarray(values, dtype=np.float64)
-    starts = np.asarray(starts, dtype=np.int64)
+    values = as_array(values, "values", ndim=1)
+    length = positive_int(length, "length")
+    window = positive_int(window, "window", maximum=length)
+    starts = as_array(starts, "starts", ndim=1, dtype=np.int64, lo=0, hi=length - window)
+    same_length(values=values, starts=starts)
+    if np.any(np.diff(starts) < 0):
+        raise ValueError("starts: must be sorted in increasing order")
     acc = np.zeros(length + 1)
     cnt = np.zeros(length + 1)
     np.add.at(acc, starts, values)
@@ -296,7 +323,7 @@ def pointwise_values(values: np.ndarray, starts: np.ndarray, window: int, length
 
 def rank_segments(values: np.ndarray) -> np.ndarray:
     """Indices of segments from most to least valuable (descending ``v``; stable on ties). Shape (n,)."""
-    v = np.asarray(values, dtype=np.float64)
+    v = as_array(values, "values", ndim=1)
     return np.argsort(-v, kind="stable")
 
 
@@ -367,8 +394,8 @@ def value_samples(
     """
     kappa = _check_pos(kappa, "kappa")
     eps = _check_pos(eps, "eps")
-    x = np.asarray(samples, dtype=np.float64)
-    r = np.asarray(reference, dtype=np.float64)
+    x = as_array(samples, "samples")
+    r = as_array(reference, "reference")
     if x.ndim == 2:
         x = x[:, :, None]
     if r.ndim == 2:
@@ -394,6 +421,9 @@ def value_samples(
         rlab = np.asarray(reference_labels)
         if lab.shape != (x.shape[0],) or rlab.shape != (r.shape[0],):
             raise ValueError(f"labels must have shapes ({x.shape[0]},) and ({r.shape[0]},)")
+        for name, arr in (("labels", lab), ("reference_labels", rlab)):
+            if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+                raise ValueError(f"{name}: contains NaN or inf")
         w = float(label_weight)
         if not (math.isfinite(w) and w >= 0):
             raise ValueError(f"label_weight must be >= 0 and finite, got {label_weight!r}")
@@ -496,6 +526,9 @@ def value_segments(
         rlab = np.asarray(reference_labels)
         if lab.shape != (x.shape[0],) or rlab.shape != (r.shape[0],):
             raise ValueError("labels / reference_labels must have one entry per time step")
+        for name, arr in (("labels", lab), ("reference_labels", rlab)):
+            if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+                raise ValueError(f"{name}: contains NaN or inf")
         seg_lab = segment_labels(lab, starts, window)
         ref_lab = segment_labels(rlab, segment_starts(r.shape[0], window, rstride), window)
     sv = value_samples(
