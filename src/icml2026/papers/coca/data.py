@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icml2026.core.validate import as_labels, finite_number
+
 __all__ = ["World", "as_generator", "linear_world", "xor_world", "xor_of_quadrant"]
 
 
@@ -49,6 +51,8 @@ def _check_sizes(d: int, n: int, d_min: int) -> None:
         raise ValueError(f"d must be an integer >= {d_min}, got {d!r}")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 8:
         raise ValueError(f"n must be an integer >= 8, got {n!r}")
+    if d > 4096 or n > 10**7 or d * n > 10**8:
+        raise ValueError(f"n = {n}, d = {d}: at most d <= 4096, n <= 1e7 and n * d <= 1e8 (memory)")
 
 
 def _mixing(d: int, rng: np.random.Generator) -> np.ndarray:
@@ -72,6 +76,7 @@ def linear_world(d: int, n: int, seed: int | np.random.Generator, *, concept_shi
     concept_shift : half the distance between the class means along z_1.
     """
     _check_sizes(d, n, 3)
+    concept_shift = finite_number(concept_shift, "concept_shift", lo=0)
     rng = as_generator(seed)
     concept = rng.integers(0, 2, size=n)
     z = rng.standard_normal((n, d))
@@ -83,7 +88,7 @@ def linear_world(d: int, n: int, seed: int | np.random.Generator, *, concept_shi
 
 def xor_of_quadrant(benign: np.ndarray) -> np.ndarray:
     """g(Y): the concept as a function of the quadrant label Y = 2 * 1[z_1 > 0] + 1[z_2 > 0] (an XOR)."""
-    benign = np.asarray(benign)
+    benign = as_labels(benign, "benign", n_classes=4)
     return ((benign >> 1) ^ (benign & 1)).astype(np.int64)
 
 
@@ -94,8 +99,7 @@ def xor_world(d: int, n: int, seed: int | np.random.Generator, *, margin: float 
     C = g(Y). The class-conditional means of R given C are equal, so there is no linear concept signal.
     """
     _check_sizes(d, n, 2)
-    if not (margin >= 0):
-        raise ValueError(f"margin must be >= 0, got {margin!r}")
+    margin = finite_number(margin, "margin", lo=0)
     rng = as_generator(seed)
     z = rng.standard_normal((n, d))
     z[:, :2] += np.sign(z[:, :2]) * margin

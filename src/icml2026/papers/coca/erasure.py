@@ -2,10 +2,11 @@
 
 - :class:`LeaceConceptEraser` wraps ``concept_erasure.LeaceEraser`` (Belrose et al. 2023): the minimal
   affine edit x -> x - W^+ u u^T W (x - mean) that makes the concept linearly unpredictable (class means
-  equal). Before erasing it runs a score (Lagrange-multiplier) test of "no linear concept signal",
-  T = n * tr(S_zz^-1 S_zx S_xx^-1 S_xz) ~ chi2(rank(S_xx) * (k - 1)); with no significant signal it warns
-  (or, if asked, leaves X unchanged) rather than silently projecting out a direction fitted to noise
-  (brief, pitfalls).
+  equal). Before erasing it runs a permutation test of "no linear concept signal" on the statistic
+  T = ||Sigma_xz||_F (the cross-covariance of X and the centred one-hot concept; brief, pitfalls); with no
+  significant signal it warns (or, if asked, leaves X unchanged) rather than silently projecting out a
+  direction fitted to noise. The permutation test is exact under exchangeability for any d and n, including
+  d >= n (LLM activations), where the earlier chi-square score test (n R^2) was invalid.
 - :func:`leace_reference`: our closed-form LEACE in numpy, used to cross-check the package (criterion 4).
 - :class:`QuadraticConceptEraser` wraps ``concept_erasure.QuadraticEraser`` (QLEACE): optimal transport of
   each concept class to the Gaussian barycenter (equal means and covariances); needs the concept labels
@@ -21,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
-
 from icml2026.core import torch_generator
+from icml2026.core.config import config, param
+from icml2026.core.validate import finite_number, positive_int
 
 from .probes import _mlp
 from .validation import check_features_labels
@@ -54,28 +55,48 @@ def _one_hot(concept: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class ConceptSignalTest:
-    """Score test of H0: Cov(X, Z) = 0. ``statistic`` = n * (sum of squared canonical correlations)."""
+    """Permutation test of H0: X and the concept are exchangeable (no linear signal).
+
+    ``statistic`` = ||Sigma_xz||_F; ``p_value`` = (1 + #{permuted statistic >= observed}) / (1 + B).
+    """
 
     statistic: float
-    dof: int
+    n_permutations: int
     p_value: float
 
 
-def concept_signal_test(X: np.ndarray, concept: np.ndarray) -> ConceptSignalTest:
-    """Test for a linear concept signal: T = n tr(S_zz^-1 S_zx S_xx^+ S_xz), chi2 with rank(S_xx)(k-1) dof.
+def concept_signal_test(
+    X: np.ndarray, concept: np.ndarray, *, n_permutations: int = 999, rng: np.random.Generator
+) -> ConceptSignalTest:
+    """Permutation test for a linear concept signal on T = ||Sigma_xz||_F (brief, pitfalls).
 
-    Under H0 (X and the concept uncorrelated) T is asymptotically chi-squared; it equals n times the sum
-    of squared canonical correlations between X and the one-hot concept (n R^2 for a binary concept).
+    Sigma_xz = X_c^T Z_c / n is the cross-covariance of the centred activations ``X`` (n, d) and the centred
+    one-hot concept (n, k - 1). Permuting the labels ``n_permutations`` times (draws from ``rng``) gives the
+    null distribution of T without any assumption on d / n, so the test is valid for d >= n.
     """
     X, concept = check_features_labels(X, concept, name="X")
-    z = np.eye(len(np.unique(concept)))[np.unique(concept, return_inverse=True)[1]][:, 1:]
-    xc, zc = X - X.mean(0), z - z.mean(0)
+    n_permutations = positive_int(n_permutations, "n_permutations", minimum=1, maximum=100_000)
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng: expected a numpy Generator, got {type(rng).__name__}")
+    idx = np.unique(concept, return_inverse=True)[1]
+    z = np.eye(int(idx.max()) + 1)[idx][:, 1:]
+    xc = X - X.mean(0)
+    zc = z - z.mean(0)
     n = len(X)
-    sxx, szz, sxz = xc.T @ xc / n, zc.T @ zc / n, xc.T @ zc / n
-    rank = int(np.linalg.matrix_rank(sxx))
-    stat = float(n * np.trace(np.linalg.solve(szz, sxz.T @ np.linalg.pinv(sxx, hermitian=True) @ sxz)))
-    dof = rank * z.shape[1]
-    return ConceptSignalTest(stat, dof, float(stats.chi2.sf(stat, dof)))
+
+    def stat(zz: np.ndarray) -> float:
+        return float(np.linalg.norm(xc.T @ zz) / n)
+
+    observed = stat(zc)
+    exceed = 0
+    for start in range(0, n_permutations, 64):  # blocks of permutations: (n, k-1, 64) at most
+        m = min(64, n_permutations - start)
+        perms = np.stack([rng.permutation(n) for _ in range(m)])  # (m, n)
+        cross = np.einsum("nd,mnk->mdk", xc, zc[perms])  # (m, d, k-1)
+        null = np.sqrt((cross**2).sum(axis=(1, 2))) / n
+        # a relative tolerance so that a permutation equal to the identity counts as "as extreme"
+        exceed += int(np.sum(null >= observed * (1 - 1e-12)))
+    return ConceptSignalTest(observed, n_permutations, (1 + exceed) / (1 + n_permutations))
 
 
 class LeaceConceptEraser:
@@ -84,6 +105,7 @@ class LeaceConceptEraser:
     Parameters
     ----------
     alpha : significance level of :func:`concept_signal_test`.
+    n_permutations : permutations of that test. seed : seeds the permutations (``fit`` may pass ``rng``).
     on_insignificant : what to do when the test does not reject H0 (p >= alpha):
         ``"warn"`` erase anyway and emit :class:`ConceptSignalWarning` (LEACE's own behaviour, made visible);
         ``"identity"`` warn and leave X unchanged; ``"raise"`` raise ValueError.
@@ -93,28 +115,42 @@ class LeaceConceptEraser:
     transform edits X), ``eraser_`` (the package's ``LeaceEraser``).
     """
 
-    def __init__(self, alpha: float = 0.01, on_insignificant: str = "warn", **leace_kwargs: Any) -> None:
+    def __init__(
+        self,
+        alpha: float = 0.01,
+        on_insignificant: str = "warn",
+        n_permutations: int = 999,
+        seed: int = 0,
+        **leace_kwargs: Any,
+    ) -> None:
         self.alpha, self.on_insignificant, self.leace_kwargs = alpha, on_insignificant, leace_kwargs
+        self.n_permutations, self.seed = n_permutations, seed
 
-    def fit(self, X: np.ndarray, concept: np.ndarray) -> LeaceConceptEraser:
-        """Fit on activations ``X`` (n, d) and concept labels ``concept`` (n,) (training split only)."""
+    def fit(
+        self, X: np.ndarray, concept: np.ndarray, *, rng: np.random.Generator | None = None
+    ) -> LeaceConceptEraser:
+        """Fit on activations ``X`` (n, d) and concept labels ``concept`` (n,) (training split only).
+
+        ``rng`` draws the permutations of the signal test; by default a generator seeded with ``seed``.
+        """
         import torch
         from concept_erasure import LeaceEraser
 
-        if not 0 < self.alpha < 1:
-            raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
+        finite_number(self.alpha, "alpha", lo=0, hi=1, lo_open=True, hi_open=True)
+        positive_int(self.seed, "seed", minimum=0)
         if self.on_insignificant not in ("warn", "identity", "raise"):
             raise ValueError(
                 f"on_insignificant must be 'warn', 'identity' or 'raise', got {self.on_insignificant!r}"
             )
         X, concept = check_features_labels(X, concept, name="X")
         self.d_ = X.shape[1]
-        self.signal_ = concept_signal_test(X, concept)
+        gen = rng if rng is not None else np.random.default_rng(self.seed)
+        self.signal_ = concept_signal_test(X, concept, n_permutations=self.n_permutations, rng=gen)
         self.significant_ = self.signal_.p_value < self.alpha
         self.erased_ = True
         if not self.significant_:
             msg = (
-                f"no significant linear concept signal (score test p = {self.signal_.p_value:.3g} >= "
+                f"no significant linear concept signal (permutation test p = {self.signal_.p_value:.3g} >= "
                 f"alpha = {self.alpha}); LEACE would project out a direction estimated from noise"
             )
             if self.on_insignificant == "raise":
@@ -135,6 +171,8 @@ class LeaceConceptEraser:
         """The erased representation, shape (n, d)."""
         import torch
 
+        if not hasattr(self, "d_"):
+            raise ValueError("this LeaceConceptEraser is not fitted yet: call fit first")
         X = check_features_labels(X, None, name="X")[0]
         if X.shape[1] != self.d_:
             raise ValueError(f"X has {X.shape[1]} features, the eraser was fitted on {self.d_}")
@@ -154,6 +192,7 @@ def leace_reference(
     ``erased = X @ P_leace.T + bias``.
     """
     X, concept = check_features_labels(X, concept, name="X")
+    svd_tol = finite_number(svd_tol, "svd_tol", lo=0)
     z = _one_hot(concept)
     mean = X.mean(0)
     xc = X - mean
@@ -197,6 +236,8 @@ class QuadraticConceptEraser:
         """Erase with the oracle concept labels ``concept`` (n,); returns (n, d)."""
         import torch
 
+        if not hasattr(self, "d_"):
+            raise ValueError("this QuadraticConceptEraser is not fitted yet: call fit first")
         X, concept = check_features_labels(X, concept, name="X", min_classes=1)
         if X.shape[1] != self.d_:
             raise ValueError(f"X has {X.shape[1]} features, the eraser was fitted on {self.d_}")
@@ -206,21 +247,15 @@ class QuadraticConceptEraser:
         return self.eraser_(torch.as_tensor(X), torch.as_tensor(idx)).numpy().astype(np.float64)
 
 
-@dataclass(frozen=True)
+@config
 class AdversarialEraserConfig:
     """Encoder-decoder with gradient reversal (Ganin & Lempitsky 2015) against an MLP concept adversary."""
 
-    strength: float = 1.0  # lambda: weight of the reversed adversary gradient
-    hidden: int = 64
-    n_epochs: int = 30
-    batch_size: int = 256
-    lr: float = 3e-3
-
-    def __post_init__(self) -> None:
-        if not (self.strength >= 0) or self.hidden < 1 or self.n_epochs < 1 or self.batch_size < 1:
-            raise ValueError("need strength >= 0, hidden >= 1, n_epochs >= 1, batch_size >= 1")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be > 0, got {self.lr}")
+    strength: float = param(1.0, 0.0, 1e3, help="lambda: weight of the reversed adversary gradient")
+    hidden: int = param(64, 1, 4096)
+    n_epochs: int = param(30, 1, 10_000)
+    batch_size: int = param(256, 1, 100_000)
+    lr: float = param(3e-3, 0.0, 1.0, lo_open=True)
 
 
 def _grad_reverse(x: Any, lam: float) -> Any:
@@ -251,6 +286,10 @@ class AdversarialEraser:
         import torch
 
         cfg = self.config
+        if not isinstance(cfg, AdversarialEraserConfig):
+            raise ValueError(f"config: expected an AdversarialEraserConfig, got {type(cfg).__name__}")
+        if not isinstance(rng, np.random.Generator):
+            raise ValueError(f"rng: expected a numpy Generator, got {type(rng).__name__}")
         X, concept = check_features_labels(X, concept, name="X")
         self.classes_, idx = np.unique(concept, return_inverse=True)
         self.mean_, self.scale_ = X.mean(0), X.std(0)
@@ -281,8 +320,11 @@ class AdversarialEraser:
         return self
 
     def transform(self, X: np.ndarray) -> np.ndarray:
+        """The erased representation R' = dec(enc(R)), shape (n, d)."""
         import torch
 
+        if not hasattr(self, "net_"):
+            raise ValueError("this AdversarialEraser is not fitted yet: call fit first")
         X = check_features_labels(X, None, name="X")[0]
         if X.shape[1] != len(self.mean_):
             raise ValueError(f"X has {X.shape[1]} features, the eraser was fitted on {len(self.mean_)}")

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from icml2026.core.validate import as_array, positive_int
+
 __all__ = [
     "BiasIntervention",
     "CocaParse",
@@ -61,6 +63,8 @@ class CocaParse:
 
 def parse_coca(response: str) -> CocaParse | None:
     """Parse a COCA-formatted response; None when ``response`` is not in the template."""
+    if not isinstance(response, str):
+        raise ValueError(f"response: expected a string, got {type(response).__name__}")
     m = _COCA_RE.match(response)
     if m is None:
         return None
@@ -76,6 +80,10 @@ def refactor_to_coca(example: SafetyExample, concepts: Sequence[str]) -> SafetyE
     benign request). The decision is ``refuse`` when any concept is named, else ``comply``; the original
     response becomes the answer. Idempotent: an already refactored example keeps its answer.
     """
+    if not isinstance(example, SafetyExample):
+        raise ValueError(f"example: expected a SafetyExample, got {type(example).__name__}")
+    if not isinstance(example.prompt, str) or not isinstance(example.response, str):
+        raise ValueError("example: prompt and response must be strings")
     if isinstance(concepts, str):
         raise TypeError("concepts must be a sequence of concept names, not one string")
     concepts = tuple(concepts)
@@ -102,6 +110,10 @@ def keyword_refusal_judge(response: str, markers: Sequence[str] = _REFUSAL_MARKE
     A COCA response is judged by its decision field (the answer after a ``comply`` decision may quote
     anything).
     """
+    if not isinstance(response, str):
+        raise ValueError(f"response: expected a string, got {type(response).__name__}")
+    if isinstance(markers, str) or not all(isinstance(m, str) and m for m in markers) or not len(markers):
+        raise ValueError("markers: expected a non-empty sequence of non-empty strings")
     parsed = parse_coca(response)
     if parsed is not None:
         return parsed.decision == "refuse"
@@ -125,8 +137,13 @@ class LLMRefusalJudge:
 
     def __call__(self, prompts: Sequence[str], responses: Sequence[str]) -> np.ndarray:
         """Boolean refusal verdicts, shape (n,)."""
+        for name, seq in (("prompts", prompts), ("responses", responses)):
+            if isinstance(seq, str) or not all(isinstance(x, str) for x in seq):
+                raise ValueError(f"{name}: expected a sequence of strings")
         if len(prompts) != len(responses):
             raise ValueError(f"got {len(prompts)} prompts but {len(responses)} responses")
+        if len(prompts) == 0:
+            raise ValueError("prompts: is empty")
         qs = [self.template.format(prompt=p, response=r) for p, r in zip(prompts, responses, strict=True)]
         yes = np.asarray(self.model.score(qs, [" yes"] * len(qs)))
         no = np.asarray(self.model.score(qs, [" no"] * len(qs)))
@@ -153,9 +170,17 @@ def _check_layer(model: Any, layer: int) -> Any:
 
 
 def collect_activations(
-    model: Any, input_ids: Sequence[Sequence[int]], layer: int, positions: Sequence[int] | None = None
+    model: Any,
+    input_ids: Sequence[Sequence[int]],
+    layer: int,
+    positions: Sequence[int] | None = None,
+    *,
+    batch_size: int = 256,
 ) -> list[np.ndarray] | np.ndarray:
-    """Output hidden states of decoder block ``layer`` (a forward hook), one sequence at a time.
+    """Output hidden states of decoder block ``layer`` (a forward hook).
+
+    Sequences of equal length are run together (no padding, so no mask can change the result), at most
+    ``batch_size`` at a time.
 
     Parameters
     ----------
@@ -169,46 +194,135 @@ def collect_activations(
     import torch
 
     block = _check_layer(model, layer)
-    if positions is not None and len(positions) != len(input_ids):
-        raise ValueError(f"got {len(positions)} positions for {len(input_ids)} sequences")
+    batch_size = positive_int(batch_size, "batch_size")
+    if isinstance(input_ids, (str, bytes)) or len(input_ids) == 0:
+        raise ValueError("input_ids: expected a non-empty sequence of token id sequences")
+    vocab = getattr(getattr(model, "config", None), "vocab_size", None)
+    seqs: list[list[int]] = []
+    for i, ids in enumerate(input_ids):
+        if isinstance(ids, (str, bytes)) or len(ids) == 0:
+            raise ValueError(f"input_ids[{i}]: expected a non-empty sequence of token ids")
+        row = []
+        for t in ids:
+            if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 0 or (vocab and t >= vocab):
+                raise ValueError(f"input_ids[{i}]: token ids must be integers in [0, {vocab}), got {t!r}")
+            row.append(int(t))
+        seqs.append(row)
+    if positions is not None:
+        if len(positions) != len(seqs):
+            raise ValueError(f"positions: got {len(positions)} positions for {len(seqs)} sequences")
+        for i, (p, ids) in enumerate(zip(positions, seqs, strict=True)):
+            if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or not -len(ids) <= p < len(ids):
+                raise ValueError(f"positions[{i}] = {p!r}: outside a sequence of {len(ids)} tokens")
     store: list[Any] = []
 
     def hook(_mod: Any, _inp: Any, out: Any) -> None:
         store.append((out[0] if isinstance(out, tuple) else out).detach())
 
+    by_len: dict[int, list[int]] = {}
+    for i, ids in enumerate(seqs):
+        by_len.setdefault(len(ids), []).append(i)
+    acts: list[np.ndarray | None] = [None] * len(seqs)
     handle = block.register_forward_hook(hook)
-    acts: list[np.ndarray] = []
     try:
         with torch.no_grad():
-            for ids in input_ids:
-                store.clear()
-                model(input_ids=torch.tensor([list(ids)]), use_cache=False)
-                acts.append(store[0][0].double().cpu().numpy())
+            for group in by_len.values():
+                for s in range(0, len(group), batch_size):
+                    chunk = group[s : s + batch_size]
+                    store.clear()
+                    model(input_ids=torch.tensor([seqs[i] for i in chunk]), use_cache=False)
+                    out = store[0].double().cpu().numpy()
+                    for j, i in enumerate(chunk):
+                        acts[i] = out[j]
     finally:
         handle.remove()
+    full = [a for a in acts if a is not None]
     if positions is None:
-        return acts
-    return np.stack([a[int(p)] for a, p in zip(acts, positions, strict=True)])
+        return full
+    return np.stack([a[int(p)] for a, p in zip(full, positions, strict=True)])
+
+
+def _past_length(kwargs: dict[str, Any]) -> int:
+    """Tokens already in the KV cache passed to a model call (0 for a fresh forward pass)."""
+    past = kwargs.get("past_key_values")
+    if past is None:
+        return 0
+    if hasattr(past, "get_seq_length"):
+        return int(past.get_seq_length())
+    try:  # legacy tuple cache: ((k, v), ...) with k of shape (batch, heads, seq, head_dim)
+        return int(past[0][0].shape[-2])
+    except (IndexError, TypeError, AttributeError):
+        return 0
+
+
+def _check_positions(positions: Any) -> tuple[int, ...] | None:
+    if positions is None:
+        return None
+    if isinstance(positions, (int, np.integer)) and not isinstance(positions, bool):
+        positions = (int(positions),)
+    if isinstance(positions, (str, bytes)) or not hasattr(positions, "__iter__"):
+        raise ValueError(f"positions: expected None or a sequence of integers, got {positions!r}")
+    out = tuple(positions)
+    if not out:
+        raise ValueError("positions: is empty (pass None to intervene everywhere)")
+    for p in out:
+        if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
+            raise ValueError(f"positions: entries must be integers, got {p!r}")
+    if len(set(int(p) for p in out)) != len(out):
+        raise ValueError(f"positions: contains duplicates: {out}")
+    return tuple(int(p) for p in out)
 
 
 @contextmanager
 def apply_intervention(model: Any, layer: int, module: Any, positions: Any = None) -> Iterator[None]:
-    """Within the block, decoder block ``layer`` outputs ``module(h)`` instead of h (all positions).
+    """Within the block, decoder block ``layer`` outputs ``module(h)`` instead of h.
 
-    ``module`` maps (batch, seq, d) to the same shape. The hook is removed on exit, even on error.
+    Parameters
+    ----------
+    model : a ``transformers`` causal LM. layer : block index.
+    module : maps hidden states (batch, k, d) to the same shape (a torch module or callable).
+    positions : None to intervene at every position of every forward pass (generated tokens included);
+        or integer positions (negative count from the end) of the *prompt*, as pyreft does: only those
+        positions of a fresh forward pass are edited, and forward passes that extend a KV cache (the tokens
+        generated after the prompt) are left alone. With a left-padded batch, negative positions address
+        the same prompt tokens in every row.
+
+    The hooks are removed on exit, even on error.
     """
+    import torch
+
     block = _check_layer(model, layer)
+    pos = _check_positions(positions)
+    state = {"past": 0}
+
+    def pre_hook(_mod: Any, _args: Any, kwargs: dict[str, Any]) -> None:
+        state["past"] = _past_length(kwargs)
+
+    def edit(h: Any) -> Any:
+        if pos is None:
+            return module(h)
+        if state["past"] > 0:  # a generation step after the prompt: pyreft does not intervene there
+            return h
+        seq = h.shape[1]
+        bad = [p for p in pos if not -seq <= p < seq]
+        if bad:
+            raise ValueError(f"positions {bad} are outside a sequence of {seq} tokens")
+        idx = torch.tensor([p % seq for p in pos], dtype=torch.long, device=h.device)
+        return h.index_copy(1, idx, module(h.index_select(1, idx)))
 
     def hook(_mod: Any, _inp: Any, out: Any) -> Any:
         if isinstance(out, tuple):
-            return (module(out[0]), *out[1:])
-        return module(out)
+            return (edit(out[0]), *out[1:])
+        return edit(out)
 
-    handle = block.register_forward_hook(hook)
+    handles = [block.register_forward_hook(hook)]
+    if pos is not None:
+        handles.append(model.register_forward_pre_hook(pre_hook, with_kwargs=True))
     try:
         yield
     finally:
-        handle.remove()
+        for handle in handles:
+            handle.remove()
 
 
 def _torch_module_base() -> Any:
@@ -225,8 +339,8 @@ class LoReFTIntervention(_torch_module_base()):  # type: ignore[misc]
         from torch.nn.utils import parametrizations
 
         super().__init__()
-        if not 1 <= rank <= d_model:
-            raise ValueError(f"rank must be in [1, d_model={d_model}], got {rank}")
+        d_model = positive_int(d_model, "d_model")
+        rank = positive_int(rank, "rank", maximum=d_model)
         self.proj = parametrizations.orthogonal(torch.nn.Linear(d_model, rank, bias=False))
         self.learned = torch.nn.Linear(d_model, rank)
         with torch.no_grad():
@@ -247,6 +361,7 @@ class BiasIntervention(_torch_module_base()):  # type: ignore[misc]
         import torch
 
         super().__init__()
+        d_model = positive_int(d_model, "d_model")
         self.bias = torch.nn.Parameter(torch.zeros(d_model))
 
     def forward(self, h: Any) -> Any:
@@ -260,8 +375,14 @@ class ErasureIntervention(_torch_module_base()):  # type: ignore[misc]
         import torch
 
         super().__init__()
-        self.register_buffer("proj", torch.as_tensor(np.asarray(proj), dtype=torch.float32))
-        self.register_buffer("offset", torch.as_tensor(np.asarray(bias), dtype=torch.float32))
+        proj = as_array(proj, "proj", ndim=2)
+        if proj.shape[0] != proj.shape[1]:
+            raise ValueError(f"proj: expected a square (d, d) matrix, got shape {proj.shape}")
+        bias = as_array(bias, "bias", ndim=1)
+        if bias.shape[0] != proj.shape[0]:
+            raise ValueError(f"bias: expected length {proj.shape[0]} (proj is {proj.shape}), got {bias.shape[0]}")
+        self.register_buffer("proj", torch.as_tensor(proj, dtype=torch.float32))
+        self.register_buffer("offset", torch.as_tensor(bias, dtype=torch.float32))
 
     def forward(self, h: Any) -> Any:
         return h @ self.proj.T + self.offset

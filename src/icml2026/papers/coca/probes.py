@@ -7,37 +7,30 @@ training set (brief, pitfalls: "MLP probes need early stopping").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from icml2026.core import torch_generator
+from icml2026.core.config import config as config_class
+from icml2026.core.config import param
 
 from .validation import check_features_labels
 
 __all__ = ["Probe", "ProbeConfig", "fit_probe", "probe_accuracy"]
 
 
-@dataclass(frozen=True)
+@config_class
 class ProbeConfig:
     """Probe hyper-parameters (CPU scale)."""
 
-    hidden: tuple[int, ...] = (64, 64)  # brief: MLP(64, 64)
-    max_epochs: int = 40
-    batch_size: int = 256
-    lr: float = 3e-3
-    patience: int = 5  # epochs without validation improvement before stopping
-    val_fraction: float = 0.2
-    l2: float = 1e-4  # linear probe ridge penalty (per sample)
-
-    def __post_init__(self) -> None:
-        if self.max_epochs < 1 or self.batch_size < 1 or self.lr <= 0 or self.patience < 1:
-            raise ValueError("need max_epochs >= 1, batch_size >= 1, lr > 0, patience >= 1")
-        if not 0 < self.val_fraction < 1:
-            raise ValueError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
-        if any(h < 1 for h in self.hidden) or self.l2 < 0:
-            raise ValueError("hidden sizes must be positive and l2 >= 0")
+    hidden: tuple[int, ...] = param((64, 64), 1, 4096, min_len=1, max_len=8)  # brief: MLP(64, 64)
+    max_epochs: int = param(40, 1, 10_000)
+    batch_size: int = param(256, 1, 100_000)
+    lr: float = param(3e-3, 0.0, 1.0, lo_open=True)
+    patience: int = param(5, 1, 10_000, help="epochs without validation improvement before stopping")
+    val_fraction: float = param(0.2, 0.0, 1.0, lo_open=True, hi_open=True)
+    l2: float = param(1e-4, 0.0, 1e3, help="linear probe ridge penalty (per sample)")
 
 
 class Probe:
@@ -96,7 +89,13 @@ def fit_probe(
     if kind not in ("linear", "mlp"):
         raise ValueError(f"kind must be 'linear' or 'mlp', got {kind!r}")
     cfg = config or ProbeConfig()
+    if not isinstance(cfg, ProbeConfig):
+        raise ValueError(f"config: expected a ProbeConfig, got {type(cfg).__name__}")
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng: expected a numpy Generator, got {type(rng).__name__}")
     X, y = check_features_labels(X, y, name="X")
+    if kind == "mlp" and len(y) < 4:
+        raise ValueError(f"X: an MLP probe needs at least 4 samples (train + validation), got {len(y)}")
     classes, y_idx = np.unique(y, return_inverse=True)
     mean = X.mean(0)
     scale = X.std(0)
