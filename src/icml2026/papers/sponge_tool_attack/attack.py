@@ -151,8 +151,12 @@ class EmbeddingJudge:
 
     def judge_many(self, original: str, candidates: Sequence[str]) -> list[Verdict]:
         """:meth:`judge` for several candidates, encoded in one batch."""
-        self.encoder.encode([original, *[c for c in candidates if isinstance(c, str)]])
+        self.prepare([original, *candidates])
         return [self.judge(original, c) for c in candidates]
+
+    def prepare(self, texts: Sequence[str]) -> None:
+        """Encode ``texts`` in one batch ahead of the judgements that will need them (speed only)."""
+        self.encoder.encode([t for t in texts if isinstance(t, str)])
 
 
 JUDGE_PROMPT = (
@@ -538,6 +542,25 @@ class STAAttacker:
             if v.passed:
                 return Rewrite(c, p, v)
         return Rewrite(query, None, None)
+
+
+    def rewrite_many(self, queries: Sequence[str], n_candidates: int, rng: np.random.Generator,
+                     judge: Any | None = None) -> list[Rewrite]:
+        """:meth:`rewrite` for many queries (same result and rng use), with all candidates judged in one batch."""
+        gate = judge if judge is not None else self.judge
+        pols = self.bank.best(n_candidates)
+        cands = [[self.rewriter.rewrite(q, p, [], rng) for p in pols] for q in queries]
+        if hasattr(gate, "prepare"):
+            gate.prepare([*queries, *(c for row in cands for c in row)])
+        out = []
+        for q, row in zip(queries, cands):
+            pick = Rewrite(q, None, None)
+            for p, c, v in zip(pols, row, _judge_all(gate, q, row)):
+                if v.passed:
+                    pick = Rewrite(c, p, v)
+                    break
+            out.append(pick)
+        return out
 
 
 def _judge_all(judge: Any, original: str, candidates: list[str]) -> list[Verdict]:

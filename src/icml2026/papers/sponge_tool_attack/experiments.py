@@ -21,7 +21,7 @@ from .attack import BanditInductor, EmbeddingJudge, PolicyBank, Rewrite, STAAtta
 from .baselines import naive_paraphrase, static_sponge
 from .data import DOMAINS, Task, make_tasks, split_tasks
 from .defense import StepAnomalyDetector
-from .embed import SentenceEncoder
+from .embed import SentenceEncoder, split_sentences
 from .metrics import PairedMetrics, paired_metrics
 from .sim import SimAgent
 
@@ -81,7 +81,8 @@ class _Eval:
 
 def _evaluate(agent: Any, tasks: list[Task], rewrites: list[Rewrite], enc: SentenceEncoder,
               rng: np.random.Generator, n_boot: int, clean: list[Trajectory] | None = None) -> _Eval:
-    enc.encode([t.query for t in tasks] + [r.text for r in rewrites])
+    texts = [t.query for t in tasks] + [r.text for r in rewrites]
+    enc.encode(texts + [s for t in texts for s in split_sentences(t)])  # one batch (speed only)
     clean = clean if clean is not None else [agent.run(t.query) for t in tasks]
     attacked = [agent.run(r.text) for r in rewrites]
     sims = [enc.cosine(t.query, r.text) for t, r in zip(tasks, rewrites)]
@@ -132,7 +133,7 @@ def headline(cfg: AttackConfig, rng: np.random.Generator) -> Outcome:
         concise = SimAgent("concise", None, cfg.t_max)
         att = _attacker(enc, cfg)
         att.run([t.query for t in probe], compliant, cfg.n_iter, cfg.n_candidates, r_att)
-        sta = [att.rewrite(t.query, cfg.n_candidates, r_eval) for t in test]
+        sta = att.rewrite_many([t.query for t in test], cfg.n_candidates, r_eval)
         ev = _evaluate(compliant, test, sta, enc, r_boot, cfg.n_boot)
         para = _evaluate(compliant, test, [naive_paraphrase(t.query, r_eval) for t in test], enc, r_boot,
                          cfg.n_boot, ev.clean)
@@ -141,7 +142,7 @@ def headline(cfg: AttackConfig, rng: np.random.Generator) -> Outcome:
         # criterion 3: STA run against the concise agent, evaluated on it
         att_c = _attacker(enc, cfg)
         att_c.run([t.query for t in probe], concise, cfg.n_iter, cfg.n_candidates, r_conc)
-        conc = _evaluate(concise, test, [att_c.rewrite(t.query, cfg.n_candidates, r_eval) for t in test],
+        conc = _evaluate(concise, test, att_c.rewrite_many([t.query for t in test], cfg.n_candidates, r_eval),
                          enc, r_boot, cfg.n_boot)
         # the defence: users send the held-out queries round-robin; the first half of each user's clean
         # traffic fits the alarm, the second half (clean) measures false alarms, its attacked twin detection
@@ -235,7 +236,7 @@ def ablation(cfg: AttackConfig, rng: np.random.Generator) -> Outcome:
             ra, re_ = spawn(r_att, 1)[0], spawn(r_eval, 1)[0]
             att = _attacker(enc, cfg, use_judge=uj, use_buffer=ub)
             att.run([t.query for t in probe], agent, cfg.n_iter, cfg.n_candidates, ra)
-            ev = _evaluate(agent, test, [att.rewrite(t.query, cfg.n_candidates, re_) for t in test], enc,
+            ev = _evaluate(agent, test, att.rewrite_many([t.query for t in test], cfg.n_candidates, re_), enc,
                            r_boot, cfg.n_boot, clean)
             for k, v in (("cap", ev.metrics.cap_attacked), ("delta_steps", ev.metrics.delta_steps),
                          ("rewritten_rate", ev.metrics.rewritten_rate), ("acc", ev.metrics.acc_attacked)):
@@ -279,7 +280,7 @@ def transfer(cfg: TransferConfig, rng: np.random.Generator) -> Outcome:
         agent = SimAgent("compliant", enc, cfg.t_max, cfg.threshold)
         att = _attacker(enc, cfg)
         att.run([t.query for t in probe], agent, cfg.n_iter, cfg.n_candidates, r_att)
-        ev = _evaluate(agent, test, [att.rewrite(t.query, cfg.n_candidates, r_eval) for t in test], enc,
+        ev = _evaluate(agent, test, att.rewrite_many([t.query for t in test], cfg.n_candidates, r_eval), enc,
                        r_boot, cfg.n_boot)
         deltas.append(ev.metrics.delta_steps)
         caps.append(ev.metrics.cap_attacked - ev.metrics.cap_clean)
