@@ -1,0 +1,90 @@
+"""Post-hoc calibrators fitted on the 5% calibration split (brief Sec. 2, official ``posthoc_calibration``).
+
+=========  ==================================================================================
+platt      logistic regression on the logit of p (effectively unregularised: C = 1e6)
+isotonic   ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip")`` on p
+beta       ``betacal.BetaCalibration(parameters="abm")`` (Kull et al. 2017)
+spline     ``ml_insights.SplineCalib`` (Lucena 2018), its default settings (random_state=42)
+=========  ==================================================================================
+
+Calibrators are fitted on the calibration split only; the caller never shows them the eval split.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Literal
+
+import numpy as np
+
+from icml2026.core.validate import as_labels, as_probabilities, same_length
+
+__all__ = ["CALIBRATORS", "Calibrator", "fit_calibrator"]
+
+CALIBRATORS = ("platt", "isotonic", "beta", "spline")
+_EPS = 1e-6  # p is clipped to [eps, 1 - eps] before a logit, so p = 0 or 1 stays finite
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    q = np.clip(p, _EPS, 1 - _EPS)
+    return np.log(q / (1 - q))
+
+
+class Calibrator:
+    """A fitted map p -> calibrated p; ``predict(probs)`` accepts any (n,) array of probabilities."""
+
+    def __init__(self, kind: str, model: Any) -> None:
+        self.kind = kind
+        self.model_ = model
+
+    def predict(self, probs: object) -> np.ndarray:
+        p = as_probabilities(probs, "probs", ndim=1)
+        if self.kind == "platt":
+            out = self.model_.predict_proba(_logit(p)[:, None])[:, 1]
+        elif self.kind == "isotonic":
+            out = self.model_.predict(p)
+        elif self.kind == "beta":
+            out = self.model_.predict(p)
+        else:  # spline
+            out = self.model_.calibrate(p)
+        return np.clip(np.asarray(out, dtype=np.float64), 0.0, 1.0)
+
+    def __repr__(self) -> str:
+        return f"Calibrator(kind={self.kind!r})"
+
+
+def fit_calibrator(kind: Literal["platt", "isotonic", "beta", "spline"], probs: object, labels: object) -> Calibrator:
+    """Fit a post-hoc calibrator of ``kind`` on (p(yes), label) pairs of the calibration split.
+
+    Raises ValueError on an unknown kind, probabilities outside [0, 1], NaN, mismatched lengths, an empty
+    split or labels of one class only (no calibrator can be fitted to a single class).
+    """
+    if kind not in CALIBRATORS:
+        raise ValueError(f"kind: must be one of {', '.join(CALIBRATORS)}, got {kind!r}")
+    p = as_probabilities(probs, "probs", ndim=1)
+    y = as_labels(labels, "labels", binary=True)
+    same_length(probs=p, labels=y)
+    if y.min() == y.max():
+        raise ValueError(f"labels: all {y.size} calibration labels are {int(y[0])}; need both classes to fit")
+    if kind == "platt":
+        from sklearn.linear_model import LogisticRegression
+
+        model: Any = LogisticRegression(C=1e6, max_iter=1000).fit(_logit(p)[:, None], y)
+    elif kind == "isotonic":
+        from sklearn.isotonic import IsotonicRegression
+
+        model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(p, y)
+    elif kind == "beta":
+        from betacal import BetaCalibration
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = BetaCalibration(parameters="abm").fit(np.clip(p, _EPS, 1 - _EPS), y)
+    else:
+        from ml_insights import SplineCalib
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = SplineCalib(random_state=42)
+            model.fit(p, y)
+    return Calibrator(kind, model)
