@@ -1,4 +1,4 @@
-"""The one entry point: ``icml2026 list | show | run | report``.
+"""The one entry point: ``icml2026 list | show | run | sweep | report``.
 
 Exit status:
 
@@ -74,6 +74,20 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="override one config field, typed by the preset's config (repeatable)")
     r.add_argument("--out", type=Path, default=Path("runs"), help="folder for run folders (default: runs)")
     r.add_argument("--threads", default="1", help="torch and BLAS thread count (default: 1)")
+    sw = sub.add_parser("sweep", parents=[common], help="run a grid of seeds and overrides through Ray or a process pool")
+    sw.add_argument("names", nargs="+", metavar="NAME", help="<slug>.<experiment>, or <slug>")
+    sw.add_argument("--seeds", default="0-2", help="seeds: '0-99' or '0,3,7' (default: 0-2)")
+    sw.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
+                    help="sweep a config field over values (repeatable; '|' separates values that hold commas)")
+    sw.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                    help="fix one config field for every run (repeatable)")
+    sw.add_argument("--preset", default="quick", help="preset name (default: quick)")
+    sw.add_argument("--out", type=Path, default=Path("runs"), help="folder for run folders (default: runs)")
+    sw.add_argument("--executor", choices=("ray", "local"), default="ray",
+                    help="ray (default; a local instance unless --address) or local (a process pool)")
+    sw.add_argument("--address", default=None, help="address of an existing Ray cluster")
+    sw.add_argument("--workers", default=None, help="parallel runs (default: the number of CPUs)")
+    sw.add_argument("--threads", default="1", help="torch and BLAS threads per run (default: 1)")
     rep = sub.add_parser("report", parents=[common], help="write reports/index.md over every run folder")
     rep.add_argument("--runs", type=Path, default=Path("runs"), help="folder of run folders (default: runs)")
     rep.add_argument("--out", type=Path, default=Path("reports"), help="report folder (default: reports)")
@@ -360,6 +374,66 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return status
 
 
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from .core import sweep
+    from .core.runner import check_writable
+
+    seeds = _parse_seeds(args.seeds)
+    n_threads = _parse_int(args.threads, "--threads", 1, _max_threads())
+    workers = _parse_int(args.workers, "--workers", 1, 4096) if args.workers else max(1, os.cpu_count() or 1)
+    exps = _resolve(args.names)
+    grid_raw: dict[str, list[str]] = {}
+    for item in args.grid:
+        if "=" not in item:
+            raise BadInput(f"--grid {item!r}: expected KEY=V1,V2,...")
+        key, vals = item.split("=", 1)
+        parts = [v.strip() for v in (vals.split("|") if "|" in vals else vals.split(","))]
+        if not any(parts):
+            raise BadInput(f"--grid {key}: give at least one value")
+        grid_raw[key.strip()] = [v for v in parts if v]
+    combos_raw = sweep.expand_grid(grid_raw)
+    tasks = []
+    for e in exps:
+        if args.preset not in e.presets:
+            raise BadInput(f"{e.name} has no preset {args.preset!r}; presets: {', '.join(e.presets)}")
+        base = e.presets[args.preset]
+        fixed = parse_overrides(type(base), args.overrides, e.name)
+        combos = []
+        for combo in combos_raw:
+            changes = {**fixed, **parse_overrides(type(base), [f"{k}={v}" for k, v in combo.items()], e.name)}
+            build_config(base, changes, e.name)  # every combination is valid before anything runs
+            combos.append(changes)
+        tasks += sweep.plan_tasks([e.name], args.preset, seeds, combos, args.out, n_threads)
+    try:
+        check_writable(args.out)
+    except OSError as exc:
+        raise BadInput(str(exc)) from None
+    n_done = sum(sweep.is_done(t) for t in tasks)
+    print(f"sweep: {len(tasks)} runs ({n_done} already done, {len(tasks) - n_done} to run) on {args.executor} "
+          f"with {workers} worker(s)", flush=True)
+    results = sweep.execute(tasks, executor=args.executor, workers=workers, address=args.address)
+    groups = sweep.aggregate(results)
+    ident = sweep.sweep_id([e.name for e in exps], args.preset, seeds, grid_raw)
+    spec = {"experiments": [e.name for e in exps], "preset": args.preset, "seeds": seeds, "grid": grid_raw,
+            "fixed": args.overrides, "executor": args.executor, "n_runs": len(tasks),
+            "n_resumed": sum(bool(r.get("resumed")) for r in results)}
+    path = sweep.write_sweep(args.out, ident, spec, groups)
+    status = EXIT_OK
+    for g in groups:
+        for f in g["failures"]:
+            print(f"icml2026: error: {f['error']} (seed {f['seed']})", file=sys.stderr)
+            status = max(status, EXIT_INTERNAL)
+        failing = {k: v for k, v in g["checks"].items() if v["passed"] < v["n"]}
+        over = f" {g['overrides']}" if g["overrides"] else ""
+        print(f"{'PASS' if not failing and not g['failures'] else 'FAIL'} {g['experiment']}{over}: "
+              f"{g['n_ok']}/{g['n_runs']} runs ok" + "".join(f"; {k} passed {v['passed']}/{v['n']}"
+                                                             for k, v in failing.items()), flush=True)
+        if failing:
+            status = max(status, EXIT_FAILED)
+    print(f"wrote {path}")
+    return status
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from .core.report import ReportError, write_index
 
@@ -387,6 +461,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_show(args)
         if args.command == "run":
             return _cmd_run(args)
+        if args.command == "sweep":
+            return _cmd_sweep(args)
         return _cmd_report(args)
     except BadInput as exc:
         print(f"icml2026: error: {exc}", file=sys.stderr)

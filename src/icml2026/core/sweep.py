@@ -1,0 +1,212 @@
+"""Seed and configuration sweeps: a grid of (experiment, overrides, seed) runs through Ray or a process pool.
+
+Every run writes the same run folder as ``icml2026 run`` (atomic, ``<preset>-seed<n>[-<hash>]``), so a
+sweep that is interrupted resumes without redoing the runs that finished, and ``icml2026 report`` shows the
+runs like any others. The aggregate (per experiment and override set: each metric's mean, spread and
+bootstrap 95% interval, each check's pass count) is written to ``<out>/sweeps/<id>.json``. A run that fails
+is collected with its one-line error, never fatal to the sweep.
+
+Executors: ``ray`` (a local Ray instance, or an existing cluster given by ``address``; icml2026 must be
+installed on every node) and ``local`` (a process pool on this machine). Both run the same function on the
+same seeds, so they give identical results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .aggregate import summarize
+from .progress import track
+
+__all__ = ["SweepTask", "expand_grid", "plan_tasks", "is_done", "run_task", "execute", "aggregate",
+           "write_sweep", "sweep_id"]
+
+
+@dataclass(frozen=True)
+class SweepTask:
+    """One run of a sweep (picklable: it crosses process and machine boundaries)."""
+
+    name: str
+    preset: str
+    seed: int
+    overrides: tuple[tuple[str, Any], ...]
+    out: str
+    n_threads: int = 1
+
+    @property
+    def overrides_dict(self) -> dict[str, Any]:
+        return dict(self.overrides)
+
+    def folder(self) -> Path:
+        from .runner import run_dir_for
+
+        return run_dir_for(Path(self.out), self.name, self.preset, self.seed, self.overrides_dict)
+
+
+def expand_grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Every combination of the grid's values (one empty combination for an empty grid), keys in order."""
+    keys = list(grid)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(grid[k] for k in keys))]
+
+
+def plan_tasks(names: list[str], preset: str, seeds: list[int], combos: list[dict[str, Any]], out: Path,
+               n_threads: int = 1) -> list[SweepTask]:
+    """The runs of the sweep, in a fixed order: experiment, override combination, seed."""
+    return [SweepTask(n, preset, s, tuple(c.items()), str(out), n_threads) for n in names for c in combos for s in seeds]
+
+
+def is_done(task: SweepTask) -> bool:
+    """True when the task's run folder holds a readable results.json of this very run."""
+    f = task.folder() / "results.json"
+    try:
+        res = json.loads(f.read_text())
+    except (OSError, ValueError):
+        return False
+    return (isinstance(res, dict) and res.get("experiment") == task.name and res.get("seed") == task.seed
+            and res.get("preset") == task.preset and "metrics" in res)
+
+
+def run_task(task: SweepTask) -> dict[str, Any]:
+    """Run one task in this process; never raises (a failure comes back as ``{"status": "error", ...}``)."""
+    from ..cli import _classify, build_config  # the same error lines and config checks as `icml2026 run`
+    from .registry import get_experiment
+    from .runner import run_experiment
+
+    base = {"name": task.name, "seed": task.seed, "overrides": task.overrides_dict}
+    try:
+        exp = get_experiment(task.name)
+        cfg = build_config(exp.config(task.preset), task.overrides_dict, task.name)
+        res = run_experiment(exp, cfg, preset=task.preset, seed=task.seed, out=Path(task.out),
+                             n_threads=task.n_threads, overrides=task.overrides_dict)
+    except Exception as exc:  # noqa: BLE001 - collected and reported by the sweep
+        code, msg = _classify(exc, task.name)
+        return {**base, "status": "error", "exit": code, "error": msg}
+    return {**base, "status": "ok", "path": str(res.path), "metrics": res.results["metrics"],
+            "checks": [{"name": c["name"], "value": c["value"], "passed": c["passed"]} for c in res.results["checks"]]}
+
+
+def _read_done(task: SweepTask) -> dict[str, Any]:
+    from .report import _num, _passes
+
+    res = json.loads((task.folder() / "results.json").read_text())
+    return {"name": task.name, "seed": task.seed, "overrides": task.overrides_dict, "status": "ok",
+            "path": str(task.folder()), "resumed": True,
+            "metrics": {k: _num(v) for k, v in res["metrics"].items()},
+            "checks": [{"name": c["name"], "value": _num(c["value"]), "passed": _passes(c)} for c in res["checks"]]}
+
+
+def _local(tasks: list[SweepTask], workers: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    ctx = multiprocessing.get_context("spawn")  # no state inherited from this process: as on a cluster node
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futures = {pool.submit(run_task, t): i for i, t in enumerate(tasks)}
+        for fut in as_completed(futures):
+            yield futures[fut], fut.result()
+
+
+def _ray(tasks: list[SweepTask], workers: int, address: str | None) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        import ray
+    except ImportError as exc:
+        from .errors import MissingDependency
+
+        raise MissingDependency("the Python package 'ray'", "pip install 'icml2026[sweep]'") from exc
+    started_here = not ray.is_initialized()
+    if started_here:
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+        if address:
+            ray.init(address=address, **kwargs)
+        else:
+            ray.init(num_cpus=workers, **kwargs)
+    try:
+        remote = ray.remote(num_cpus=1)(run_task)
+        refs = {remote.remote(t): i for i, t in enumerate(tasks)}
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            for ref in done:
+                yield refs[ref], ray.get(ref)
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def execute(tasks: list[SweepTask], *, executor: str = "ray", workers: int = 2, address: str | None = None,
+            on_result: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """Run the tasks not already done; return one result per task, in task order (finished ones read back)."""
+    if executor not in ("ray", "local"):
+        raise ValueError(f"executor must be 'ray' or 'local', got {executor!r}")
+    results: list[dict[str, Any] | None] = [None] * len(tasks)
+    todo = []
+    for i, t in enumerate(tasks):
+        if is_done(t):
+            results[i] = _read_done(t)
+        else:
+            todo.append(i)
+    if todo:
+        sub = [tasks[i] for i in todo]
+        stream = _ray(sub, workers, address) if executor == "ray" else _local(sub, workers)
+        for j, res in track(stream, f"sweep ({executor})", total=len(sub)):
+            results[todo[j]] = res
+            if on_result is not None:
+                on_result(res)
+    return [r for r in results if r is not None]
+
+
+def _key(r: dict[str, Any]) -> str:
+    return json.dumps([r["name"], r["overrides"]], sort_keys=True, default=str)
+
+
+def aggregate(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (experiment, overrides): seeds, each metric's summary (mean, sd, ci95), each check's pass count."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        groups.setdefault(_key(r), []).append(r)
+    out = []
+    for rs in groups.values():
+        ok = [r for r in rs if r["status"] == "ok"]
+        metrics: dict[str, Any] = {}
+        for k in dict.fromkeys(k for r in ok for k in r["metrics"]):
+            metrics[k] = summarize([float(r["metrics"][k]) for r in ok if k in r["metrics"]])
+        checks: dict[str, Any] = {}
+        for name in dict.fromkeys(c["name"] for r in ok for c in r["checks"]):
+            rows = [(r["seed"], c) for r in ok for c in r["checks"] if c["name"] == name]
+            checks[name] = {"passed": sum(bool(c["passed"]) for _, c in rows), "n": len(rows),
+                            "failed_seeds": [s for s, c in rows if not c["passed"]],
+                            **summarize([float(c["value"]) for _, c in rows])}
+        out.append({"experiment": rs[0]["name"], "overrides": rs[0]["overrides"],
+                    "seeds": sorted(r["seed"] for r in ok), "n_runs": len(rs), "n_ok": len(ok),
+                    "n_resumed": sum(bool(r.get("resumed")) for r in ok),
+                    "failures": [{"seed": r["seed"], "error": r["error"]} for r in rs if r["status"] != "ok"],
+                    "metrics": metrics, "checks": checks})
+    return out
+
+
+def sweep_id(names: list[str], preset: str, seeds: list[int], grid: dict[str, list[Any]]) -> str:
+    canon = json.dumps({"names": names, "preset": preset, "seeds": seeds, "grid": grid}, sort_keys=True, default=str)
+    return hashlib.sha256(canon.encode()).hexdigest()[:10]
+
+
+def write_sweep(out: Path, ident: str, spec: dict[str, Any], groups: list[dict[str, Any]]) -> Path:
+    """Write ``<out>/sweeps/<ident>.json`` atomically (unique temporary name, then rename)."""
+    from .runner import to_jsonable
+
+    folder = Path(out) / "sweeps"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{ident}.json"
+    fd, tmp = tempfile.mkstemp(prefix=f".{ident}.", suffix=".tmp", dir=folder)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(to_jsonable({"sweep": ident, **spec, "groups": groups}), fh, indent=2)
+        fh.write("\n")
+    os.replace(tmp, path)
+    return path
