@@ -15,19 +15,22 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 
 install: $(STAMP)
 
-# System packages the tests need: iverilog simulates the circuits exported by dwc.
+# System packages the tests need: iverilog simulates the circuits exported by dwc; chromium opens the HTML
+# report in the browser test. A failed install warns (the tests that need the tool then skip, saying why).
 system-deps:
-	@command -v iverilog >/dev/null || { echo "installing iverilog (Verilog simulator for dwc)"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq iverilog >/dev/null; } || \
-	  echo "warning: could not install iverilog; the dwc circuit tests will be skipped, saying why"; }
+	@missing=""; command -v iverilog >/dev/null || missing="$$missing iverilog"; \
+	  command -v chromium >/dev/null || missing="$$missing chromium"; \
+	  if [ -n "$$missing" ]; then echo "installing$$missing (apt-get)"; \
+	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	    { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing >/dev/null; } || \
+	    echo "warning: could not install$$missing; the tests that need it will be skipped, saying why"; fi
 
 $(STAMP): pyproject.toml | system-deps
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --timeout 5 --retries 0 --index-url $(TORCH_INDEX) $(TORCH_PIN) 2>/dev/null || \
 	  { echo "torch: $(TORCH_INDEX) not reachable; installing the pinned $(TORCH_PIN) from the configured index"; \
 	    $(PY) -m pip install --quiet $(TORCH_PIN); }
-	$(PY) -m pip install --quiet -e '.[all,dev]'
+	$(PY) -m pip install --quiet -e '.[all,dev,docs]'
 	touch $(STAMP)
 
 # Every registered experiment's quick preset, then reports/index.md. Exits non-zero if a check failed,

@@ -91,6 +91,8 @@ def _build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", parents=[common], help="write reports/index.md over every run folder")
     rep.add_argument("--runs", type=Path, default=Path("runs"), help="folder of run folders (default: runs)")
     rep.add_argument("--out", type=Path, default=Path("reports"), help="report folder (default: reports)")
+    rep.add_argument("--html", action="store_true",
+                     help="also write a static site to <out>/html/ (opens from the file system, no network)")
     return p
 
 
@@ -448,6 +450,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
             raise
         raise BadInput(f"cannot write the report to {str(args.out)!r}: {exc.strerror or exc}") from None
     print(f"wrote {index}")
+    if args.html:
+        from .core.html_report import write_site
+
+        site, _ = write_site(args.runs, args.out / "html")
+        print(f"wrote {site}")
     return EXIT_OK
 
 

@@ -272,7 +272,7 @@ def collect_runs(runs: Path) -> tuple[list[RunRecord], list[Skipped]]:
     records: list[RunRecord] = []
     skipped: list[Skipped] = []
     for exp_dir in sorted(runs.iterdir()):
-        if exp_dir.name.startswith("."):
+        if exp_dir.name.startswith(".") or exp_dir.name == "sweeps":
             continue
         if not NAME_RE.match(exp_dir.name):
             skipped.append(Skipped(exp_dir, "not an experiment folder (<slug>.<experiment>)"))
@@ -427,10 +427,12 @@ def _aggregate_md(group: list[RunRecord]) -> str:
     for r in group:
         metrics += [k for k in r.results["metrics"] if k not in metrics]
     mrows = []
+    from .aggregate import summarize
+
     for k in metrics:
-        vals = [_num(r.results["metrics"][k]) for r in group if k in r.results["metrics"]]
-        mean, sd = _stats(vals)
-        mrows.append({"metric": k, "mean": mean, "sd": sd, "min": min(vals), "max": max(vals), "n": len(vals)})
+        s = summarize([_num(r.results["metrics"][k]) for r in group if k in r.results["metrics"]])
+        mrows.append({"metric": k, "mean": s["mean"], "sd": s["sd"], "95% CI (bootstrap)":
+                      f"[{_fmt(s['ci95'][0])}, {_fmt(s['ci95'][1])}]", "min": s["min"], "max": s["max"], "n": s["n"]})
     lines += _table(mrows)
     return "\n".join(lines) + "\n"
 
@@ -528,6 +530,7 @@ def write_index(runs: Path, reports: Path, *, log: Any = None) -> Path:
     if not groups_all:
         lines.append("| - | no runs found | - | - | - | - | - |")
     lines += ["", f"{n_pass} of {len(groups_all)} rows pass every check on every seed.", ""]
+    lines += _sweeps_section(runs, skipped)
     notes = [(r.folder, n) for r in records for n in r.notes]
     if notes:
         lines += ["## Stored verdicts that disagreed with their values", ""]
@@ -543,6 +546,34 @@ def write_index(runs: Path, reports: Path, *, log: Any = None) -> Path:
     for p, n in notes:
         print(f"icml2026 report: {p}: {n}", file=out)
     return index
+
+
+def _sweeps_section(runs: Path, skipped: list[Skipped]) -> list[str]:
+    """The aggregates ``icml2026 sweep`` wrote to ``<runs>/sweeps/*.json`` (one row per experiment and overrides)."""
+    folder = runs / "sweeps"
+    if not _is_real_dir(folder):
+        return []
+    rows = []
+    for f in sorted(folder.glob("*.json")):
+        if not _is_regular_file(f):
+            skipped.append(Skipped(f, "not a regular file (links are not followed)"))
+            continue
+        try:
+            data = json.loads(f.read_text(encoding="utf-8"))
+            for g in data["groups"]:
+                checks = "<br>".join(f"{md(k)}: {int(v['passed'])}/{int(v['n'])} seeds, mean {_fmt(_num(v['mean']))}"
+                                     f" [{_fmt(_num(v['ci95'][0]))}, {_fmt(_num(v['ci95'][1]))}]"
+                                     for k, v in g["checks"].items())
+                over = ", ".join(f"{md(k)}={_fmt(v)}" for k, v in g["overrides"].items()) or "-"
+                rows.append(f"| {md(f.stem)} | {md(g['experiment'])} | {md(data['preset'])} | {over} | "
+                            f"{int(g['n_ok'])}/{int(g['n_runs'])} | {checks or '-'} |")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            skipped.append(Skipped(f, f"sweep file is malformed: {exc}"))
+    if not rows:
+        return []
+    return ["## Sweeps", "", "Written by `icml2026 sweep`: each check's pass count over seeds, its mean and bootstrap "
+            "95% interval.", "", "| sweep | experiment | preset | overrides | runs ok | checks |",
+            "|---|---|---|---|---|---|", *rows, ""]
 
 
 def _rel(p: Path, base: Path) -> str:
