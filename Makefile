@@ -11,7 +11,7 @@ TORCH_PIN := torch==2.13.0
 # CUDA build first (see README) or set TORCH_INDEX to a CUDA index; an installed torch 2.13.0 is kept.
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: install system-deps demo test test-slow bench report lint clean
+.PHONY: install system-deps demo test test-slow bench report docs lint clean
 
 install: $(STAMP)
 
@@ -54,9 +54,13 @@ bench: $(STAMP)
 report: $(STAMP)
 	$(PY) -m icml2026 report --runs runs --out reports
 
+# The documentation site (mkdocs, strict: warnings are errors) into site/; make test builds it too.
+docs: $(STAMP)
+	$(PY) docs/build.py --out site
+
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks
 	$(PY) -m mypy
 
 clean:
-	rm -rf runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf runs site .pytest_cache .mypy_cache .ruff_cache
