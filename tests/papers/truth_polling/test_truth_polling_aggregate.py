@@ -45,9 +45,7 @@ def test_ties_never_follow_model_order() -> None:
     ans = one_question([["x"], ["y"]])
     swapped = ans[::-1]
     # the order-independent rule: the smallest tied answer, whatever the model order
-    assert (
-        aggregate(ans, "majority_cross").answers[0] == aggregate(swapped, "majority_cross").answers[0] == "x"
-    )
+    assert aggregate(ans, "majority_cross").answers[0] == aggregate(swapped, "majority_cross").answers[0] == "x"
     rng = make_rng(0)
     wins = [aggregate(swapped, "majority_cross", rng=rng).answers[0] for _ in range(2000)]
     # random tie breaking is uniform: 1000 expected, binomial sd 22, so +-100 is > 4 sd
@@ -88,9 +86,7 @@ def test_surprisingly_popular_philadelphia() -> None:
 
 
 def test_verifier_filter_prefers_verified_then_plurality() -> None:
-    ans = np.array([[["7", "7", "8", "9"], ["5", "5", "5", "6"]]], dtype=object).transpose(
-        0, 2, 1
-    )  # (1, 4, 2)
+    ans = np.array([[["7", "7", "8", "9"], ["5", "5", "5", "6"]]], dtype=object).transpose(0, 2, 1)  # (1, 4, 2)
     truth = {0: "8", 1: "4"}
     res = aggregate(ans, Rule("verifier_filter", k=4), verifier=lambda q, a: a == truth[q])
     assert res.answers[0] == "8"  # the minority answer that passes the checker

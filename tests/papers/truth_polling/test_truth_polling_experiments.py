@@ -34,10 +34,7 @@ def test_quick_preset_checks(name: str) -> None:
         assert m["myth_majority_cross"] <= m["myth_single"] + 0.02
         assert m["clean_majority_cross"] >= m["clean_single"]
         assert m["myth_min_pair_both_wrong_ratio"] >= 2.0
-        assert (
-            m["social_lo"] <= m["social_acc"] <= m["social_hi"]
-            and m["truth_lo"] <= m["truth_acc"] <= m["truth_hi"]
-        )
+        assert m["social_lo"] <= m["social_acc"] <= m["social_hi"] and m["truth_lo"] <= m["truth_acc"] <= m["truth_hi"]
         assert 0.0 <= m["confidence_auroc_myth"] <= 1.0  # criterion 7: AUROC reported
         # the confidence-weighting check (criterion 7, +-0.02) is reported, not asserted: at quick scale
         # (75 myth questions, one question = 0.013) it sits at the edge; see README.

@@ -83,9 +83,7 @@ def test_same_pipeline_through_local_and_http_backends(tiny_backend, tmp_path) -
         res = aggregate(poll.answers, "majority_cross", poll.confidences, rng=make_rng(2))
         assert list(res.answers) == list(gold)  # greedy answers are the memorised facts
         np.testing.assert_allclose(poll.confidences, 0.9)
-        sp = aggregate(
-            poll.answers, Rule("surprisingly_popular"), meta_predictions=poll.meta, options=OPTIONS
-        )
+        sp = aggregate(poll.answers, Rule("surprisingly_popular"), meta_predictions=poll.meta, options=OPTIONS)
         assert sp.cost == 2 * 3 + 2  # six answers and two meta-predictions per question
     # greedy decoding: identical results whichever backend carried the text
     assert (polls["local"].answers == polls["http"].answers).all()
@@ -118,9 +116,7 @@ def test_garbage_server_fails_the_pipeline_clearly() -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Garbage)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        be = OpenAICompatBackend(
-            f"http://127.0.0.1:{server.server_address[1]}/v1", "m", timeout_s=5, max_retries=0
-        )
+        be = OpenAICompatBackend(f"http://127.0.0.1:{server.server_address[1]}/v1", "m", timeout_s=5, max_retries=0)
         with pytest.raises(BackendResponseError, match="choices"):
             poll_models([be], ["zorvak color"], make_rng(0))
     finally:

@@ -101,9 +101,7 @@ def test_phi_kappa_auroc_against_references() -> None:
     labels = rng.random(300) < scores
     assert auroc(scores, labels) == pytest.approx(sklearn.roc_auc_score(labels, scores), abs=1e-12)
     correct = rng.random((3, 500)) < 0.6
-    np.testing.assert_allclose(
-        phi_matrix(correct)[0, 1], np.corrcoef(correct[0], correct[1])[0, 1], atol=1e-12
-    )
+    np.testing.assert_allclose(phi_matrix(correct)[0, 1], np.corrcoef(correct[0], correct[1])[0, 1], atol=1e-12)
     cond, marg = error_overlap(correct)
     w = ~correct
     assert cond[0, 1] == pytest.approx(w[1][w[0]].mean()) and marg[2] == pytest.approx(w[2].mean())

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from icml2026.core.validate import as_array, positive_int
+
 __all__ = ["RULES", "Aggregation", "Rule", "aggregate", "encode_answers", "normalize_answer", "vote_counts"]
 
 RULES = (
@@ -107,11 +109,7 @@ def normalize_answer(text: Any, aliases: Mapping[str, str] | None = None) -> str
 
 
 def _as_3d(answers: Any) -> np.ndarray:
-    if (
-        isinstance(answers, np.ndarray)
-        and answers.dtype != object
-        and np.issubdtype(answers.dtype, np.integer)
-    ):
+    if isinstance(answers, np.ndarray) and answers.dtype != object and np.issubdtype(answers.dtype, np.integer):
         arr = answers
     else:
         try:
@@ -121,13 +119,9 @@ def _as_3d(answers: Any) -> np.ndarray:
                 "answers must be rectangular: answers[m][s][q] for every model, sample and question"
             ) from exc
     if arr.size == 0:
-        raise ValueError(
-            f"answers is empty (shape {arr.shape}); need at least one model, sample and question"
-        )
+        raise ValueError(f"answers is empty (shape {arr.shape}); need at least one model, sample and question")
     if arr.ndim != 3:
-        raise ValueError(
-            f"answers must have shape (models, samples, questions), got {arr.ndim} dimensions {arr.shape}"
-        )
+        raise ValueError(f"answers must have shape (models, samples, questions), got {arr.ndim} dimensions {arr.shape}")
     return arr
 
 
@@ -156,17 +150,27 @@ def encode_answers(
 
 def vote_counts(codes: np.ndarray, n_vocab: int, weights: np.ndarray | None = None) -> np.ndarray:
     """(q, V) sum of weights of the votes for each answer; ``codes`` has shape (..., q), -1 = no vote."""
+    codes = np.asarray(codes)
+    if codes.ndim < 1 or codes.size == 0:
+        raise ValueError(f"codes: needs shape (..., q) with at least one entry, got shape {codes.shape}")
+    if not np.issubdtype(codes.dtype, np.integer):
+        raise ValueError(f"codes: must be integer answer codes, got dtype {codes.dtype}")
+    n_vocab = positive_int(n_vocab, "n_vocab", minimum=0)
+    if codes.min() < -1 or codes.max() >= n_vocab:
+        raise ValueError(f"codes: must lie in [-1, {n_vocab - 1}] (-1 = no vote), found {codes.min()}..{codes.max()}")
     q = codes.shape[-1]
     c = codes.reshape(-1, q)
+    if weights is not None:
+        weights = as_array(weights, "weights")
+        if weights.shape != codes.shape:
+            raise ValueError(f"weights: shape {weights.shape} differs from codes' shape {codes.shape}")
     w = np.ones(c.shape) if weights is None else weights.reshape(-1, q).astype(float)
     valid = c >= 0
     flat = (np.arange(q)[None, :] * n_vocab + np.where(valid, c, 0))[valid]
     return np.bincount(flat, weights=w[valid], minlength=q * n_vocab).reshape(q, n_vocab)
 
 
-def _plurality(
-    scores: np.ndarray, has_vote: np.ndarray, rng: np.random.Generator | None
-) -> tuple[np.ndarray, float]:
+def _plurality(scores: np.ndarray, has_vote: np.ndarray, rng: np.random.Generator | None) -> tuple[np.ndarray, float]:
     """Argmax per row with order-independent tie breaking; rows without a vote give -1."""
     scores = np.where(has_vote[:, None], scores, 0.0)
     top = scores.max(axis=1, keepdims=True)
@@ -219,15 +223,11 @@ def aggregate(
     """
     rule = Rule(rule) if isinstance(rule, str) else rule
     if not isinstance(rule, Rule):
-        raise TypeError(f"rule must be a rule name or a Rule, got {type(rule).__name__}")
+        raise ValueError(f"rule: must be a rule name or a Rule, got {type(rule).__name__}")
     extra = list(options) if options is not None else []
     codes, vocab = encode_answers(answers, aliases, extra=extra)
     n_models, n_samples, n_q = codes.shape
-    models = (
-        rule.models
-        if rule.models is not None
-        else ((0,) if rule.name in _SELF_RULES else tuple(range(n_models)))
-    )
+    models = rule.models if rule.models is not None else ((0,) if rule.name in _SELF_RULES else tuple(range(n_models)))
     if rule.name in ("majority_self",) and len(models) != 1:
         raise ValueError("majority_self pools one model's samples; use majority_cross for several models")
     if max(models) >= n_models or min(models) < 0:
@@ -247,15 +247,22 @@ def aggregate(
         if conf.shape != codes.shape:
             raise ValueError(f"confidences have shape {conf.shape} but answers have shape {codes.shape}")
         c = conf[list(models), :k, :]
-        finite = np.isfinite(c)
-        if np.any((c[finite] < 0) | (c[finite] > 1)):
-            raise ValueError("confidences must lie in [0, 1]")
+        finite = ~np.isnan(c)  # NaN marks an unparsed confidence
+        if np.any(np.isinf(c)) or np.any((c[finite] < 0) | (c[finite] > 1)):
+            raise ValueError("confidences must lie in [0, 1] (NaN marks an unparsed confidence)")
         c = np.where(finite, c, 0.0)  # an unparsed confidence gives the vote no weight
         if rule.name == "confidence_weighted":
             weights = c
         else:
             cc = np.clip(c, LOG_ODDS_CLIP, 1 - LOG_ODDS_CLIP)
             weights = np.where(finite, np.log(cc / (1 - cc)), 0.0)
+
+    if rule.name == "surprisingly_popular" and (meta_predictions is None or options is None):
+        raise ValueError("rule 'surprisingly_popular' needs meta_predictions and the options they refer to")
+    if rule.name == "verifier_filter" and verifier is None:
+        raise ValueError("rule 'verifier_filter' needs a verifier(question_index, answer) -> bool")
+    if not vocab:  # no answer parsed anywhere (and no options): every question gets None
+        return _result(np.full(n_q, -1, dtype=np.int64), vocab, cost, 0.0)
 
     if rule.name == "dawid_skene":
         from .baselines import dawid_skene
@@ -282,7 +289,7 @@ def aggregate(
             aliases,
         )
         winner, tie_rate = _plurality(np.where(present, scores, -np.inf), has_vote, rng)
-        return _result(winner, vocab, cost + meta_cost, tie_rate)
+        return _result(winner, vocab, float(n_votes) + meta_cost, tie_rate)
 
     if rule.name == "verifier_filter":
         if verifier is None:
@@ -326,13 +333,10 @@ def _surprisingly_popular_scores(
         per_sample = False
     else:
         raise ValueError(
-            f"meta_predictions must have shape (m, s, q, V) or (m, q, V) with (m, s, q) = {shape}, "
-            f"got {meta.shape}"
+            f"meta_predictions must have shape (m, s, q, V) or (m, q, V) with (m, s, q) = {shape}, got {meta.shape}"
         )
     if meta.shape[-1] != len(options):
-        raise ValueError(
-            f"meta_predictions have {meta.shape[-1]} columns but there are {len(options)} options"
-        )
+        raise ValueError(f"meta_predictions have {meta.shape[-1]} columns but there are {len(options)} options")
     if not np.all(np.isfinite(meta)) or np.any(meta < 0):
         raise ValueError("meta_predictions must be finite and non-negative")
     if isinstance(vocab[0], int) if vocab else False:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from icml2026.core.validate import finite_number, positive_int
+
 __all__ = ["dawid_skene"]
 
 
@@ -27,8 +29,14 @@ def dawid_skene(
     The posterior is initialised with the (pooled) vote shares, which fixes the label permutation.
     """
     codes = np.asarray(codes)
-    if codes.ndim != 3:
-        raise ValueError(f"codes must have shape (m, s, q), got {codes.shape}")
+    if codes.ndim != 3 or codes.size == 0:
+        raise ValueError(f"codes: must have shape (m, s, q) with no empty axis, got {codes.shape}")
+    n_vocab = positive_int(n_vocab, "n_vocab")
+    if not np.issubdtype(codes.dtype, np.integer) or codes.min() < -1 or codes.max() >= n_vocab:
+        raise ValueError(f"codes: must be integer answer codes in [-1, {n_vocab - 1}] (-1 = no answer)")
+    n_iter = positive_int(n_iter, "n_iter")
+    smoothing = finite_number(smoothing, "smoothing", lo=0, lo_open=True)
+    tol = finite_number(tol, "tol", lo=0)
     n_m, _, n_q = codes.shape
     n = np.zeros((n_m, n_q, n_vocab))  # n[m, q, l]: how often worker m said l on question q
     for m in range(n_m):
@@ -37,9 +45,7 @@ def dawid_skene(
             ok = c >= 0
             np.add.at(n[m], (np.nonzero(ok)[0], c[ok]), 1.0)
     total = n.sum(axis=0)
-    post = np.where(
-        total.sum(1, keepdims=True) > 0, total / np.maximum(total.sum(1, keepdims=True), 1), 1.0 / n_vocab
-    )
+    post = np.where(total.sum(1, keepdims=True) > 0, total / np.maximum(total.sum(1, keepdims=True), 1), 1.0 / n_vocab)
     for _ in range(n_iter):
         prior = post.mean(axis=0) + 1e-12
         pi = np.einsum("qj,mql->mjl", post, n) + smoothing

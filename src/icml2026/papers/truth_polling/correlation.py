@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icml2026.core.validate import as_array, as_labels, as_probabilities, finite_number, positive_int
+
 __all__ = [
     "BothWrong",
     "SocialVsTruth",
@@ -25,7 +27,7 @@ __all__ = [
 
 def phi_matrix(correct: np.ndarray) -> np.ndarray:
     """Pairwise phi coefficient of correctness (m, m) from correct[m, q] booleans (NaN for constant rows)."""
-    x = np.asarray(correct, dtype=float)
+    x = _binary_matrix(correct, "correct")
     xc = x - x.mean(axis=1, keepdims=True)
     sd = np.sqrt((xc**2).mean(axis=1))
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -34,9 +36,8 @@ def phi_matrix(correct: np.ndarray) -> np.ndarray:
 
 def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
     """Cohen's kappa of two raters' labels: (p_o - p_e) / (1 - p_e), p_e from the two marginals."""
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape or a.ndim != 1 or a.size == 0:
-        raise ValueError("cohen_kappa needs two non-empty label vectors of equal length")
+    a, b = _label_vector(a, "a"), _label_vector(b, "b")
+    _same_len(a=a, b=b)
     labels = np.union1d(a, b)
     pa = np.array([np.mean(a == v) for v in labels])
     pb = np.array([np.mean(b == v) for v in labels])
@@ -65,7 +66,12 @@ def agreement_when_both_wrong(a: np.ndarray, b: np.ndarray, gold: np.ndarray, n_
     p_m is model m's marginal answer distribution over all questions, averaged over the both-wrong questions;
     for uniform marginals over A options it equals 1 / (A - 1).
     """
-    a, b, gold = (np.asarray(x) for x in (a, b, gold))
+    n_vocab = positive_int(n_vocab, "n_vocab")
+    a, b, gold = as_labels(a, "a"), as_labels(b, "b"), as_labels(gold, "gold", n_classes=n_vocab)
+    _same_len(a=a, b=b, gold=gold)
+    for name, x in (("a", a), ("b", b)):
+        if x.min() < -1 or x.max() >= n_vocab:
+            raise ValueError(f"{name}: codes must lie in [-1, {n_vocab - 1}] (-1 = no answer)")
     both = (a != gold) & (b != gold)
     if not both.any():
         return BothWrong(float("nan"), float("nan"), 0)
@@ -80,7 +86,7 @@ def agreement_when_both_wrong(a: np.ndarray, b: np.ndarray, gold: np.ndarray, n_
 
 def error_overlap(correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(m, m) P(m' wrong | m wrong) [row m, column m'] and (m,) P(m' wrong), from correct[m, q]."""
-    wrong = ~np.asarray(correct, dtype=bool)
+    wrong = _binary_matrix(correct, "correct") == 0
     n_wrong = wrong.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         cond = (wrong.astype(float) @ wrong.T.astype(float)) / n_wrong[:, None]
@@ -89,7 +95,9 @@ def error_overlap(correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def auroc(scores: np.ndarray, labels: np.ndarray) -> float:
     """Area under the ROC curve (Mann-Whitney U with mid-ranks for ties); NaN if one class is empty."""
-    s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=bool)
+    s = as_array(scores, "scores", ndim=1)
+    y = as_labels(labels, "labels", binary=True).astype(bool)
+    _same_len(scores=s, labels=y)
     n_pos, n_neg = int(y.sum()), int((~y).sum())
     if n_pos == 0 or n_neg == 0:
         return float("nan")
@@ -107,8 +115,16 @@ def auroc(scores: np.ndarray, labels: np.ndarray) -> float:
 
 
 def expected_calibration_error(conf: np.ndarray, correct: np.ndarray, n_bins: int = 10) -> float:
-    """ECE with equal-width bins on [0, 1]: sum_b (n_b / n) |acc_b - conf_b|."""
-    c, y = np.asarray(conf, dtype=float).ravel(), np.asarray(correct, dtype=float).ravel()
+    """ECE with equal-width bins on [0, 1]: sum_b (n_b / n) |acc_b - conf_b|.
+
+    conf : confidences in [0, 1], any shape; correct : 0/1 (or bool) of the same shape."""
+    n_bins = positive_int(n_bins, "n_bins", maximum=10_000)
+    c = as_probabilities(conf, "conf")
+    y_arr = np.asarray(correct)
+    if y_arr.shape != c.shape:
+        raise ValueError(f"correct: shape {y_arr.shape} differs from conf's shape {c.shape}")
+    y = as_labels(y_arr.ravel(), "correct", binary=True).astype(float)
+    c = c.ravel()
     bins = np.minimum((c * n_bins).astype(int), n_bins - 1)
     ece = 0.0
     for b in range(n_bins):
@@ -120,7 +136,8 @@ def expected_calibration_error(conf: np.ndarray, correct: np.ndarray, n_bins: in
 
 def mutual_information(x: np.ndarray, y: np.ndarray) -> float:
     """Plug-in mutual information (nats) of two discrete label vectors."""
-    x, y = np.asarray(x), np.asarray(y)
+    x, y = _label_vector(x, "x"), _label_vector(y, "y")
+    _same_len(x=x, y=y)
     _, xi = np.unique(x, return_inverse=True)
     _, yi = np.unique(y, return_inverse=True)
     joint = np.zeros((xi.max() + 1, yi.max() + 1))
@@ -133,7 +150,9 @@ def mutual_information(x: np.ndarray, y: np.ndarray) -> float:
 
 def permutation_pvalue_mi(x: np.ndarray, y: np.ndarray, rng: np.random.Generator, n_perm: int = 200) -> float:
     """P-value of MI(x, y) against shuffling y across prompts (keeps both marginals), (1 + #>=) / (1 + n)."""
+    n_perm = positive_int(n_perm, "n_perm")
     obs = mutual_information(x, y)
+    y = np.asarray(y)
     hits = sum(mutual_information(x, rng.permutation(y)) >= obs - 1e-12 for _ in range(n_perm))
     return (1 + hits) / (1 + n_perm)
 
@@ -145,8 +164,14 @@ def bootstrap_ci(
     level: float = 0.95,
     stat: Callable[[np.ndarray], float] = np.mean,
 ) -> tuple[float, float, float]:
-    """(estimate, low, high): percentile bootstrap over the first axis."""
+    """(estimate, low, high): percentile bootstrap over the first axis; NaNs for no values."""
+    n_boot = positive_int(n_boot, "n_boot")
+    finite_number(level, "level", lo=0, hi=1, lo_open=True, hi_open=True)
     v = np.asarray(values)
+    if v.ndim == 0:
+        raise ValueError("values: expected an array with a first axis, got a scalar")
+    if v.dtype.kind in "fc" and not np.all(np.isfinite(v)):
+        raise ValueError("values: contains NaN or inf")
     if len(v) == 0:
         return float("nan"), float("nan"), float("nan")
     idx = rng.integers(0, len(v), size=(n_boot, len(v)))
@@ -183,7 +208,19 @@ def social_vs_truth(
     """
     from .aggregate import vote_counts
 
+    probs = as_probabilities(probs, "probs", ndim=3, rows_sum_to_one=True)
     n_m, n_q, n_v = probs.shape
+    samples = np.asarray(samples)
+    if samples.ndim != 3 or samples.shape[0] != n_m or samples.shape[2] != n_q or samples.shape[1] < 1:
+        raise ValueError(f"samples: expected shape ({n_m}, s, {n_q}) to match probs, got {samples.shape}")
+    if not np.issubdtype(samples.dtype, np.integer) or samples.min() < -1 or samples.max() >= n_v:
+        raise ValueError(f"samples: must be integer codes in [-1, {n_v - 1}]")
+    if n_m < 2:
+        raise ValueError("probs: needs at least two models (each predicts the others' plurality)")
+    gold = as_labels(gold, "gold", n_classes=n_v)
+    if len(gold) != n_q:
+        raise ValueError(f"gold: has {len(gold)} entries for {n_q} questions")
+    finite_number(entropy_threshold, "entropy_threshold", lo=0, hi=1)
     pred = probs.argmax(axis=2)
     with np.errstate(divide="ignore", invalid="ignore"):
         ent = -np.nansum(np.where(probs > 0, probs * np.log(probs), 0.0), axis=2)
@@ -198,3 +235,32 @@ def social_vs_truth(
         truth_hits.append(pred[m][keep] == gold[keep])
     s, t = np.concatenate(social_hits).astype(float), np.concatenate(truth_hits).astype(float)
     return SocialVsTruth(bootstrap_ci(s, rng, n_boot), bootstrap_ci(t, rng, n_boot), len(s))
+
+
+def _label_vector(x: object, name: str) -> np.ndarray:
+    """A non-empty 1-D vector of discrete labels (numbers or strings), no NaN."""
+    arr = np.asarray(x)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name}: expected a non-empty 1-D vector of labels, got shape {arr.shape}")
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name}: contains NaN or inf")
+    if arr.dtype.kind == "O":
+        raise ValueError(f"{name}: labels must be numbers or strings, not objects")
+    return arr
+
+
+def _binary_matrix(x: object, name: str) -> np.ndarray:
+    """correct[m, q] as a float 0/1 matrix with at least one model and one question."""
+    arr = np.asarray(x)
+    if arr.ndim != 2 or arr.size == 0:
+        raise ValueError(f"{name}: expected a non-empty (models, questions) matrix, got shape {arr.shape}")
+    f = as_array(arr, name)
+    if not np.all((f == 0) | (f == 1)):
+        raise ValueError(f"{name}: entries must be 0/1 or booleans")
+    return f
+
+
+def _same_len(**arrays: np.ndarray) -> None:
+    lengths = {k: len(v) for k, v in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError("arguments must have the same length: " + ", ".join(f"{k}={n}" for k, n in lengths.items()))

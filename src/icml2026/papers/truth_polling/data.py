@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icml2026.core.validate import finite_number, positive_int
+
 __all__ = [
     "ATTRIBUTES",
     "ArithmeticTask",
@@ -18,6 +20,7 @@ __all__ = [
     "make_fact_corpus",
     "make_random_digit_task",
     "random_names",
+    "random_string",
     "subsample_lines",
     "zipf_digit_distribution",
 ]
@@ -36,8 +39,7 @@ def random_names(n: int, rng: np.random.Generator, n_syllables: int = 3) -> list
     while len(names) < n:
         s = (
             "".join(
-                _ONSETS[rng.integers(len(_ONSETS))] + _VOWELS[rng.integers(len(_VOWELS))]
-                for _ in range(n_syllables)
+                _ONSETS[rng.integers(len(_ONSETS))] + _VOWELS[rng.integers(len(_VOWELS))] for _ in range(n_syllables)
             )
             + _ONSETS[rng.integers(len(_ONSETS))]
         )
@@ -82,16 +84,19 @@ def make_fact_corpus(
     myth : the true value ``myth_true`` times and one popular wrong value ``myth_false`` times (3:1).
     rare : the true value once.
     """
-    if n_entities < 3:
-        raise ValueError(f"n_entities must be >= 3, got {n_entities}")
+    n_entities = positive_int(n_entities, "n_entities", minimum=3)
+    n_options = positive_int(n_options, "n_options", minimum=2)
+    for name, v in (("frac_myth", frac_myth), ("frac_rare", frac_rare), ("clean_noise", clean_noise)):
+        finite_number(v, name, lo=0, hi=1)
+    clean_repeats = positive_int(clean_repeats, "clean_repeats")
+    myth_true = positive_int(myth_true, "myth_true")
+    myth_false = positive_int(myth_false, "myth_false")
     if not 2 <= n_options <= len(_VALUES):
         raise ValueError(f"n_options must be in [2, {len(_VALUES)}], got {n_options}")
     if frac_myth < 0 or frac_rare < 0 or frac_myth + frac_rare > 1:
         raise ValueError("need frac_myth, frac_rare >= 0 with frac_myth + frac_rare <= 1")
     if myth_false <= myth_true:
-        raise ValueError(
-            "a myth needs the wrong value more frequent than the true one (myth_false > myth_true)"
-        )
+        raise ValueError("a myth needs the wrong value more frequent than the true one (myth_false > myth_true)")
     options = list(_VALUES[:n_options])
     names = random_names(n_entities, rng)
     attrs = [ATTRIBUTES[i] for i in rng.integers(0, len(ATTRIBUTES), size=n_entities)]
@@ -116,9 +121,7 @@ def make_fact_corpus(
     return FactCorpus(questions, options, gold, myth, kind, [lines[i] for i in order])
 
 
-def subsample_lines(
-    lines: list[tuple[str, str]], keep: float, rng: np.random.Generator
-) -> list[tuple[str, str]]:
+def subsample_lines(lines: list[tuple[str, str]], keep: float, rng: np.random.Generator) -> list[tuple[str, str]]:
     """Each line kept independently with probability ``keep`` (models see overlapping samples)."""
     if not 0 < keep <= 1:
         raise ValueError(f"keep must be in (0, 1], got {keep}")
@@ -153,15 +156,16 @@ def make_arithmetic(
 ) -> ArithmeticTask:
     """All a + b with a, b in [low, high]; a random ``train_frac`` of them are training lines, ``n_test`` of
     the rest are questions."""
+    low, high = positive_int(low, "low", minimum=0), positive_int(high, "high", minimum=0)
+    if high <= low:
+        raise ValueError(f"high = {high}: must be > low ({low})")
+    finite_number(train_frac, "train_frac", lo=0, hi=1, hi_open=True)
     pairs = [(a, b) for a in range(low, high + 1) for b in range(low, high + 1)]
     order = rng.permutation(len(pairs))
     n_train = int(train_frac * len(pairs))
     if n_test < 1 or n_train + n_test > len(pairs):
         raise ValueError(f"n_test={n_test} does not fit beside {n_train} training pairs out of {len(pairs)}")
-    train = [
-        (f"{_spaced(pairs[i][0])} + {_spaced(pairs[i][1])} =", _spaced(sum(pairs[i])))
-        for i in order[:n_train]
-    ]
+    train = [(f"{_spaced(pairs[i][0])} + {_spaced(pairs[i][1])} =", _spaced(sum(pairs[i]))) for i in order[:n_train]]
     test = [pairs[i] for i in order[n_train : n_train + n_test]]
     options = [_spaced(s) for s in range(2 * low, 2 * high + 1)]
     sums = np.array([a + b for a, b in test])
@@ -176,6 +180,8 @@ def make_arithmetic(
 
 def zipf_digit_distribution(n_values: int, exponent: float, rng: np.random.Generator) -> np.ndarray:
     """A Zipf-shaped distribution over ``n_values`` symbols in a random order (a shared 'favourite digit')."""
+    n_values = positive_int(n_values, "n_values")
+    exponent = finite_number(exponent, "exponent", lo=0)
     p = 1.0 / np.arange(1, n_values + 1) ** exponent
     return (p / p.sum())[rng.permutation(n_values)]
 
@@ -190,9 +196,17 @@ class RandomDigitTask:
     options: list[str]
 
 
-def _random_string(rng: np.random.Generator, length: int) -> str:
-    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-    return "".join(alphabet[i] for i in rng.integers(0, len(alphabet), size=length))
+RANDOM_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def random_string(rng: np.random.Generator, length: int) -> str:
+    """A random string of ``length`` symbols of :data:`RANDOM_ALPHABET`, written one symbol per word
+    (``"x 7 k 2 p q"``), so that word-level and character-level models alike read it in their vocabulary.
+
+    # Deviation: the brief's random strings are contiguous ("x7k2pq"); every such string is a new word, so
+    # the three word-level families saw ``<unk>`` for every probe and their output could not depend on it.
+    """
+    return " ".join(RANDOM_ALPHABET[i] for i in rng.integers(0, len(RANDOM_ALPHABET), size=length))
 
 
 def make_random_digit_task(
@@ -210,12 +224,17 @@ def make_random_digit_task(
     shared=True : one distribution and one corpus pool; each model sees its own 80% subsample of it.
     shared=False : the control; each model's corpus has its own independently drawn (permuted) distribution.
     """
+    n_models = positive_int(n_models, "n_models")
+    n_lines = positive_int(n_lines, "n_lines")
+    n_probes = positive_int(n_probes, "n_probes")
+    string_length = positive_int(string_length, "string_length")
+    exponent = finite_number(exponent, "exponent", lo=0)
     options = [str(d) for d in range(10)]
     if shared:
         p = zipf_digit_distribution(10, exponent, rng)
         dists = np.tile(p, (n_models, 1))
         pool = [
-            (f"{_random_string(rng, string_length)} digit", options[rng.choice(10, p=p)])
+            (f"{random_string(rng, string_length)} digit", options[rng.choice(10, p=p)])
             for _ in range(int(n_lines / 0.8))
         ]
         corpora = [subsample_lines(pool, 0.8, rng) for _ in range(n_models)]
@@ -223,10 +242,10 @@ def make_random_digit_task(
         dists = np.stack([zipf_digit_distribution(10, exponent, rng) for _ in range(n_models)])
         corpora = [
             [
-                (f"{_random_string(rng, string_length)} digit", options[rng.choice(10, p=dists[m])])
+                (f"{random_string(rng, string_length)} digit", options[rng.choice(10, p=dists[m])])
                 for _ in range(n_lines)
             ]
             for m in range(n_models)
         ]
-    probes = [f"{_random_string(rng, string_length)} digit" for _ in range(n_probes)]
+    probes = [f"{random_string(rng, string_length)} digit" for _ in range(n_probes)]
     return RandomDigitTask(corpora=corpora, distributions=dists, probes=probes, options=options)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from math import comb
 
 import numpy as np
 
 from icml2026.core import Check, Outcome, experiment, spawn
+from icml2026.core.config import config, param
 from icml2026.core.plotting import new_figure
 
 from .aggregate import Aggregation, Rule, aggregate
@@ -57,35 +58,61 @@ def _self_consistency(answers: np.ndarray, gold: np.ndarray, k: int, rng: np.ran
 
 
 # ------------------------------------------------------------------------------------------ simulator
-@dataclass(frozen=True)
+MAX_VOTE_STATES = 20_000  # count vectors enumerated by the exact plurality formula (memory: 256 x states x A)
+
+
+def _check_regime(name: str, regime: tuple[float, float, float, float]) -> None:
+    a, sigma_theta, tau, rho = regime
+    if sigma_theta < 0 or tau < 0:
+        raise ValueError(f"{name} = {regime}: sigma_theta and tau (entries 2 and 3) must be >= 0")
+    if not 0 <= rho <= 1:
+        raise ValueError(f"{name} = {regime}: rho (entry 4) must be in [0, 1]")
+
+
+@config
 class SimulatorConfig:
-    n_questions: int = 4000  # brief Sec. 5 prototype
-    n_models: int = 5
-    n_samples: int = 25
-    n_options: int = 4
-    large_k: int = 2001  # samples per model standing in for k -> infinity in the simulated check
-    independent: tuple[float, float, float, float] = (0.4, 0.0, 0.3, 0.0)  # (a, sigma_theta, tau, rho)
-    correlated: tuple[float, float, float, float] = (0.0, 3.0, 0.3, 0.8)
+    # Upper bounds keep the (models x samples x questions x options) arrays under ~1 GB.
+    n_questions: int = param(4000, 10, 20_000, help="questions; brief Sec. 5 prototype: 4000")
+    n_models: int = param(5, 2, 10, help="models polled; brief: 5")
+    n_samples: int = param(25, 5, 50, help="samples per model = pooled votes at 25x; brief: 25")
+    n_options: int = param(4, 2, 10, help="answer options A; brief: 4")
+    large_k: int = param(2001, 1, 100_000, help="samples per model standing in for k -> infinity")
+    independent: tuple[float, float, float, float] = param(
+        (0.4, 0.0, 0.3, 0.0), -20, 20, help="(a, sigma_theta, tau, rho) of the independent regime"
+    )
+    correlated: tuple[float, float, float, float] = param(
+        (0.0, 3.0, 0.3, 0.8), -20, 20, help="(a, sigma_theta, tau, rho) of the correlated regime"
+    )
 
     def __post_init__(self) -> None:
-        if self.n_samples < 5 or self.n_models < 2 or self.n_questions < 10 or self.large_k < 1:
-            raise ValueError("need n_samples >= 5, n_models >= 2, n_questions >= 10 and large_k >= 1")
+        if self.n_models > self.n_samples:
+            raise ValueError(f"n_models = {self.n_models}: must be <= n_samples ({self.n_samples})")
+        states = comb(self.n_samples + self.n_options - 1, self.n_options - 1)
+        if states > MAX_VOTE_STATES:
+            raise ValueError(
+                f"n_samples = {self.n_samples}: with n_options = {self.n_options} the exact plurality formula "
+                f"enumerates {states} vote counts (at most {MAX_VOTE_STATES})"
+            )
+        _check_regime("independent", self.independent)
+        _check_regime("correlated", self.correlated)
 
 
 @experiment(
     "truth_polling.simulator",
     claim="With independent errors 25 pooled votes lift accuracy far above one sample; with shared "
     "difficulty and a shared wrong attractor they add nothing; exact plurality formulas match simulation.",
-    presets={"quick": SimulatorConfig(n_questions=2000, large_k=1001), "full": SimulatorConfig()},
+    presets={
+        "smoke": SimulatorConfig(n_questions=200, large_k=101),
+        "quick": SimulatorConfig(n_questions=2000, large_k=1001),
+        "full": SimulatorConfig(),
+    },
 )
 def simulator(cfg: SimulatorConfig, rng: np.random.Generator) -> Outcome:
     metrics: dict[str, float] = {}
     fig, ax = new_figure("Simulator: accuracy vs compute", "compute (samples per question)", "accuracy")
     k_cross = cfg.n_samples // cfg.n_models  # samples per model so that the pool has n_samples votes
     for regime, (a, s_theta, tau, rho) in (("independent", cfg.independent), ("correlated", cfg.correlated)):
-        params = SimulatorParams(
-            cfg.n_models, cfg.n_samples, cfg.n_questions, cfg.n_options, a, s_theta, tau, rho
-        )
+        params = SimulatorParams(cfg.n_models, cfg.n_samples, cfg.n_questions, cfg.n_options, a, s_theta, tau, rho)
         poll = simulate_polling(params, rng)
         ans, gold = poll.answers, poll.gold
         single = _single(ans, gold)
@@ -99,8 +126,7 @@ def simulator(cfg: SimulatorConfig, rng: np.random.Generator) -> Outcome:
             )
             cross.append(_accuracy(aggregate(ans, rule, rng=rng), gold))
         self_k = [
-            _accuracy(aggregate(ans, Rule("majority_self", k=k), rng=rng), gold)
-            for k in range(1, cfg.n_samples + 1)
+            _accuracy(aggregate(ans, Rule("majority_self", k=k), rng=rng), gold) for k in range(1, cfg.n_samples + 1)
         ]
         exact_self = float(plurality_accuracy_exact(poll.probs[0], gold, cfg.n_samples).mean())
         limit = float(plurality_accuracy_limit(poll.probs.mean(axis=0), gold).mean())
@@ -141,9 +167,7 @@ def simulator(cfg: SimulatorConfig, rng: np.random.Generator) -> Outcome:
             ">= 0.30",
             paper="0.60 -> ~0.99 (brief prototype)",
         ),
-        Check(
-            "correlated_abs_gain_25x", abs(metrics["correlated_gain"]), "<= 0.03", paper="0.49 -> 0.50-0.51"
-        ),
+        Check("correlated_abs_gain_25x", abs(metrics["correlated_gain"]), "<= 0.03", paper="0.49 -> 0.50-0.51"),
         Check("correlated_both_wrong_over_chance", ratio, ">= 2.0", paper="0.77 / 0.33"),
         Check("independent_exact_self_err", metrics["independent_self_exact_err"], "<= 0.01"),
         Check("correlated_exact_self_err", metrics["correlated_self_exact_err"], "<= 0.01"),
@@ -169,23 +193,44 @@ def _train_families(
     return np.stack(probs)
 
 
-@dataclass(frozen=True)
+def _family(cfg: FactsConfig | ArithmeticConfig | RandomStringsConfig) -> FamilyConfig:
+    return FamilyConfig(
+        d_model=cfg.d_model,
+        lm_steps=cfg.lm_steps,
+        batch_size=cfg.batch_size,
+        lr=cfg.lr,
+        cnn_epochs=cfg.cnn_epochs,
+        knn_k=cfg.knn_k,
+        smoothing=cfg.smoothing,
+    )
+
+
+_FAMILY_NAMES = tuple(FAMILIES)
+
+
+@config
 class FactsConfig:
-    n_entities: int = 2000  # brief Sec. 6
-    n_options: int = 10  # brief: "4-way or 10-way"; with 4 the chance level 1/3 caps the ratio at 3
-    keep: float = 0.8  # fraction of the shared corpus each model sees
-    n_samples: int = 25
-    families: tuple[str, ...] = tuple(FAMILIES)
-    family: FamilyConfig = field(default_factory=lambda: FamilyConfig(lm_steps=600, lr=3e-2))
-    entropy_threshold: float = 0.5  # "under uncertainty": entropy > 0.5 ln V
-    n_boot: int = 1000
+    n_entities: int = param(2000, 20, 5000, help="questions (one per entity); brief Sec. 6: 2000")
+    n_options: int = param(10, 2, 10, help="answer vocabulary; brief: 4- or 10-way")
+    keep: float = param(0.8, 0.5, 1, help="fraction of the shared corpus each model sees")
+    n_samples: int = param(25, 5, 100, help="samples per model (25x compute)")
+    families: tuple[str, ...] = param(_FAMILY_NAMES, choices=_FAMILY_NAMES, min_len=2, max_len=5)
+    # the families' training budget (FamilyConfig); upper bounds keep one run under an hour on 2 cores
+    d_model: int = param(64, 4, 256, help="width of the transformer, GRU and CNN (multiple of 4)")
+    lm_steps: int = param(600, 1, 5000, help="transformer and GRU optimisation steps")
+    batch_size: int = param(64, 1, 1024, help="transformer and GRU batch size")
+    lr: float = param(3e-2, 0, 1, lo_open=True, help="transformer and GRU learning rate")
+    cnn_epochs: int = param(30, 1, 500, help="character CNN epochs")
+    knn_k: int = param(5, 1, 1000, help="neighbours of the count model")
+    smoothing: float = param(0.1, 0, 100, lo_open=True, help="add-alpha of the count model")
+    entropy_threshold: float = param(0.5, 0, 1, hi_open=True, help="uncertain: entropy > threshold * ln V")
+    n_boot: int = param(1000, 10, 10_000, help="bootstrap resamples of the C2 CIs")
 
     def __post_init__(self) -> None:
-        if self.n_samples < len(self.families) or len(self.families) < 2:
-            raise ValueError("need at least two families and n_samples >= number of families")
-        unknown = set(self.families) - set(FAMILIES)
-        if unknown:
-            raise ValueError(f"unknown families {sorted(unknown)}; choose from {list(FAMILIES)}")
+        if self.n_samples < len(self.families):
+            raise ValueError(f"n_samples = {self.n_samples}: must be >= the number of families ({len(self.families)})")
+        if self.d_model % 4:
+            raise ValueError(f"d_model = {self.d_model}: must be a multiple of 4 (the transformer's 4 heads)")
 
 
 @experiment(
@@ -194,9 +239,8 @@ class FactsConfig:
     "errors "
     "agree far above chance, and confidence weighting does not help; on clean facts voting helps.",
     presets={
-        "quick": FactsConfig(
-            n_entities=250, family=FamilyConfig(lm_steps=300, lr=3e-2, cnn_epochs=20), n_boot=300
-        ),
+        "smoke": FactsConfig(n_entities=40, n_samples=10, lm_steps=10, cnn_epochs=2, n_boot=50),
+        "quick": FactsConfig(n_entities=250, lm_steps=300, cnn_epochs=20, n_boot=300),
         "full": FactsConfig(),
     },
 )
@@ -204,19 +248,15 @@ def facts(cfg: FactsConfig, rng: np.random.Generator) -> Outcome:
     corpus = make_fact_corpus(cfg.n_entities, rng, n_options=cfg.n_options)
     n_m = len(cfg.families)
     corpora = [subsample_lines(corpus.lines, cfg.keep, rng) for _ in range(n_m)]
-    probs = _train_families(corpora, corpus.questions, corpus.options, cfg.family, cfg.families, rng)
+    probs = _train_families(corpora, corpus.questions, corpus.options, _family(cfg), cfg.families, rng)
     ans = sample_answers(probs, cfg.n_samples, rng)
-    conf = np.round(
-        np.take_along_axis(probs[:, None, :, :].repeat(cfg.n_samples, 1), ans[..., None], 3)[..., 0], 2
-    )
+    conf = np.round(np.take_along_axis(probs[:, None, :, :].repeat(cfg.n_samples, 1), ans[..., None], 3)[..., 0], 2)
     # ^ verbalised confidence "NN%": the model's own probability of its sampled answer, to the percent
     k_cross = cfg.n_samples // n_m
     k_sp = (cfg.n_samples - n_m) // n_m  # SP: k answers per model plus one meta-prediction per model
     metrics: dict[str, float] = {}
     rows = []
-    fig, ax = new_figure(
-        "Facts: accuracy vs compute (majority_cross)", "compute (samples per question)", "accuracy"
-    )
+    fig, ax = new_figure("Facts: accuracy vs compute (majority_cross)", "compute (samples per question)", "accuracy")
     for kind in ("clean", "myth", "rare", "all"):
         sel = np.ones(len(corpus.gold), bool) if kind == "all" else corpus.kind == kind
         a, g, c, p = ans[:, :, sel], corpus.gold[sel], conf[:, :, sel], probs[:, sel]
@@ -225,9 +265,7 @@ def facts(cfg: FactsConfig, rng: np.random.Generator) -> Outcome:
             "single": _single(a, g),
             "majority_self": _self_consistency(a, g, cfg.n_samples, rng),
             "majority_cross": _accuracy(aggregate(a, Rule("majority_cross", k=k_cross), rng=rng), g),
-            "confidence_weighted": _accuracy(
-                aggregate(a, Rule("confidence_weighted", k=k_cross), c, rng=rng), g
-            ),
+            "confidence_weighted": _accuracy(aggregate(a, Rule("confidence_weighted", k=k_cross), c, rng=rng), g),
             "log_odds_weighted": _accuracy(aggregate(a, Rule("log_odds_weighted", k=k_cross), c, rng=rng), g),
             "surprisingly_popular": _accuracy(
                 aggregate(a, Rule("surprisingly_popular", k=k_sp), None, p, options=opts, rng=rng), g
@@ -237,12 +275,8 @@ def facts(cfg: FactsConfig, rng: np.random.Generator) -> Outcome:
         for rule, acc in res.items():
             metrics[f"{kind}_{rule}"] = acc
         rows.append({"facts": kind, "n": int(sel.sum()), **{r: round(v, 3) for r, v in res.items()}})
-        curve = [
-            _accuracy(aggregate(a, Rule("majority_cross", k=k), rng=rng), g) for k in range(1, k_cross + 1)
-        ]
-        ax.plot(
-            [1] + [n_m * k for k in range(1, k_cross + 1)], [res["single"], *curve], marker="o", label=kind
-        )
+        curve = [_accuracy(aggregate(a, Rule("majority_cross", k=k), rng=rng), g) for k in range(1, k_cross + 1)]
+        ax.plot([1] + [n_m * k for k in range(1, k_cross + 1)], [res["single"], *curve], marker="o", label=kind)
     ax.legend()
     myth = corpus.kind == "myth"
     correct = ans[:, 0, :] == corpus.gold[None, :]
@@ -250,9 +284,7 @@ def facts(cfg: FactsConfig, rng: np.random.Generator) -> Outcome:
     for i, j in itertools.combinations(range(n_m), 2):
         # sample s of model i is paired with sample s of model j: all n_samples pairs per question
         g_tiled = np.tile(corpus.gold[myth], cfg.n_samples)
-        bw = agreement_when_both_wrong(
-            ans[i][:, myth].ravel(), ans[j][:, myth].ravel(), g_tiled, cfg.n_options
-        )
+        bw = agreement_when_both_wrong(ans[i][:, myth].ravel(), ans[j][:, myth].ravel(), g_tiled, cfg.n_options)
         ratios.append(bw.ratio)
         pair_rows.append(
             {
@@ -300,9 +332,7 @@ def facts(cfg: FactsConfig, rng: np.random.Generator) -> Outcome:
             "<= 0.02",
             paper="no consistent gain (C1)",
         ),
-        Check(
-            "clean_cross25_minus_single", metrics["clean_majority_cross"] - metrics["clean_single"], ">= 0"
-        ),
+        Check("clean_cross25_minus_single", metrics["clean_majority_cross"] - metrics["clean_single"], ">= 0"),
         Check(
             "myth_min_pair_both_wrong_ratio",
             metrics["myth_min_pair_both_wrong_ratio"],
@@ -320,20 +350,38 @@ def facts(cfg: FactsConfig, rng: np.random.Generator) -> Outcome:
     )
 
 
-@dataclass(frozen=True)
+@config
 class ArithmeticConfig:
-    n_test: int = 200
-    low: int = 10  # operands in [low, high]: 2-digit sums
-    high: int = 99
-    train_frac: float = 0.5
-    keep: float = 0.8
-    n_samples: int = 25
-    families: tuple[str, ...] = tuple(FAMILIES)
-    family: FamilyConfig = field(default_factory=lambda: FamilyConfig(lm_steps=400, lr=1e-2, cnn_epochs=8))
+    n_test: int = param(200, 1, 500, help="test sums")
+    low: int = param(10, 0, 100, help="smallest operand")
+    high: int = param(99, 1, 200, help="largest operand (2-digit sums: 99)")
+    train_frac: float = param(0.5, 0.1, 0.9, help="fraction of all operand pairs used for training")
+    keep: float = param(0.8, 0.5, 1, help="fraction of the training lines each model sees")
+    n_samples: int = param(25, 5, 100, help="samples per model (25x compute)")
+    families: tuple[str, ...] = param(_FAMILY_NAMES, choices=_FAMILY_NAMES, min_len=2, max_len=5)
+    # the families' training budget (FamilyConfig); upper bounds keep one run under an hour on 2 cores
+    d_model: int = param(64, 4, 256, help="width of the transformer, GRU and CNN (multiple of 4)")
+    lm_steps: int = param(400, 1, 5000, help="transformer and GRU optimisation steps")
+    batch_size: int = param(64, 1, 1024, help="transformer and GRU batch size")
+    lr: float = param(1e-2, 0, 1, lo_open=True, help="transformer and GRU learning rate")
+    cnn_epochs: int = param(8, 1, 500, help="character CNN epochs")
+    knn_k: int = param(5, 1, 1000, help="neighbours of the count model")
+    smoothing: float = param(0.1, 0, 100, lo_open=True, help="add-alpha of the count model")
 
     def __post_init__(self) -> None:
-        if self.n_samples < len(self.families) or self.n_test < 1 or not 0 <= self.low < self.high:
-            raise ValueError("need n_test >= 1, 0 <= low < high and n_samples >= number of families")
+        if not self.low + 9 <= self.high <= self.low + 100:
+            raise ValueError(
+                f"high = {self.high}: must be in [low + 9, low + 100] = [{self.low + 9}, {self.low + 100}] "
+                "(at least 100 operand pairs; at most 201 answer options)"
+            )
+        n_pairs = (self.high - self.low + 1) ** 2
+        free = n_pairs - int(self.train_frac * n_pairs)
+        if self.n_test > free:
+            raise ValueError(f"n_test = {self.n_test}: only {free} operand pairs are left beside the training pairs")
+        if self.n_samples < len(self.families):
+            raise ValueError(f"n_samples = {self.n_samples}: must be >= the number of families ({len(self.families)})")
+        if self.d_model % 4:
+            raise ValueError(f"d_model = {self.d_model}: must be a multiple of 4 (the transformer's 4 heads)")
 
 
 @experiment(
@@ -342,9 +390,8 @@ class ArithmeticConfig:
     "beat one "
     "sample by a wide margin (pass@k), unlike polling without a verifier.",
     presets={
-        "quick": ArithmeticConfig(
-            n_test=100, high=49, family=FamilyConfig(lm_steps=150, lr=1e-2, cnn_epochs=8)
-        ),
+        "smoke": ArithmeticConfig(n_test=20, high=29, n_samples=10, lm_steps=10, cnn_epochs=2),
+        "quick": ArithmeticConfig(n_test=100, high=49, lm_steps=150),
         "full": ArithmeticConfig(),
     },
 )
@@ -352,7 +399,7 @@ def arithmetic(cfg: ArithmeticConfig, rng: np.random.Generator) -> Outcome:
     task = make_arithmetic(cfg.n_test, rng, train_frac=cfg.train_frac, low=cfg.low, high=cfg.high)
     n_m = len(cfg.families)
     corpora = [subsample_lines(task.train, cfg.keep, rng) for _ in range(n_m)]
-    probs = _train_families(corpora, task.questions, task.options, cfg.family, cfg.families, rng)
+    probs = _train_families(corpora, task.questions, task.options, _family(cfg), cfg.families, rng)
     ans = sample_answers(probs, cfg.n_samples, rng)
     gold = task.gold
 
@@ -362,9 +409,7 @@ def arithmetic(cfg: ArithmeticConfig, rng: np.random.Generator) -> Outcome:
     ks = list(range(1, cfg.n_samples + 1))
     vf = [
         [
-            _accuracy(
-                aggregate(ans, Rule("verifier_filter", k=k, models=(m,)), verifier=verifier, rng=rng), gold
-            )
+            _accuracy(aggregate(ans, Rule("verifier_filter", k=k, models=(m,)), verifier=verifier, rng=rng), gold)
             for k in ks
         ]
         for m in range(n_m)
@@ -411,65 +456,101 @@ def arithmetic(cfg: ArithmeticConfig, rng: np.random.Generator) -> Outcome:
     )
 
 
-@dataclass(frozen=True)
+@config
 class RandomStringsConfig:
-    n_lines: int = 1000
-    n_probes: int = 1000
-    exponent: float = 1.2  # Zipf exponent of the digit distributions [ours]
-    families: tuple[str, ...] = tuple(FAMILIES)
-    family: FamilyConfig = field(default_factory=lambda: FamilyConfig(lm_steps=300, lr=1e-2, cnn_epochs=10))
-    n_perm: int = 200
+    n_lines: int = param(1000, 10, 20_000, help="training lines per model")
+    n_probes: int = param(1000, 10, 20_000, help="unseen random-string prompts")
+    string_length: int = param(6, 1, 16, help="symbols per random string")
+    exponent: float = param(1.2, 0, 5, help="Zipf exponent of the digit distributions [ours]")
+    families: tuple[str, ...] = param(_FAMILY_NAMES, choices=_FAMILY_NAMES, min_len=2, max_len=5)
+    # the families' training budget (FamilyConfig); upper bounds keep one run under an hour on 2 cores
+    d_model: int = param(64, 4, 256, help="width of the transformer, GRU and CNN (multiple of 4)")
+    lm_steps: int = param(300, 1, 5000, help="transformer and GRU optimisation steps")
+    batch_size: int = param(64, 1, 1024, help="transformer and GRU batch size")
+    lr: float = param(1e-2, 0, 1, lo_open=True, help="transformer and GRU learning rate")
+    cnn_epochs: int = param(10, 1, 500, help="character CNN epochs")
+    knn_k: int = param(5, 1, 1000, help="neighbours of the count model")
+    smoothing: float = param(0.1, 0, 100, lo_open=True, help="add-alpha of the count model")
+    n_perm: int = param(200, 1, 1000, help="permutations of the mutual-information test")
 
     def __post_init__(self) -> None:
-        if self.n_lines < 10 or self.n_probes < 10 or len(self.families) < 2 or self.exponent < 0:
-            raise ValueError("need n_lines >= 10, n_probes >= 10, two families and exponent >= 0")
+        if self.d_model % 4:
+            raise ValueError(f"d_model = {self.d_model}: must be a multiple of 4 (the transformer's 4 heads)")
 
 
 def _probe(task_probs: np.ndarray, rng: np.random.Generator, n_perm: int) -> dict[str, float]:
+    """Cross-model agreement on the probes: sampled (one output per model and prompt, the brief's exact
+    agreement) and expected from the probabilities, each beside the independence baseline from the two
+    models' marginals; mutual information of the sampled outputs with a permutation test over prompts."""
     outs = sample_answers(task_probs, 1, rng)[:, 0, :]  # (m, probes): one output per model and prompt
     n_m, n_v = outs.shape[0], task_probs.shape[2]
-    agree, base, mi, pvals = [], [], [], []
+    agree, base, expected, expected_base, mi, pvals = [], [], [], [], [], []
     for i, j in itertools.combinations(range(n_m), 2):
         agree.append(np.mean(outs[i] == outs[j]))
         pi, pj = (np.bincount(outs[x], minlength=n_v) / outs.shape[1] for x in (i, j))
         base.append(float(pi @ pj))
+        # E_x[sum_v p_i(v|x) p_j(v|x)] vs sum_v pbar_i(v) pbar_j(v): > 1 means per-prompt dependence
+        expected.append(float(np.mean(np.sum(task_probs[i] * task_probs[j], axis=1))))
+        expected_base.append(float(task_probs[i].mean(axis=0) @ task_probs[j].mean(axis=0)))
         mi.append(mutual_information(outs[i], outs[j]))
         pvals.append(permutation_pvalue_mi(outs[i], outs[j], rng, n_perm))
+    ratios = np.array(expected) / np.array(expected_base)
     return {
         "agreement": float(np.mean(agree)),
         "independence": float(np.mean(base)),
         "chance": 1.0 / n_v,
+        "expected_agreement": float(np.mean(expected)),
+        "expected_independence": float(np.mean(expected_base)),
+        "max_pair_expected_over_independence": float(ratios.max()),
+        "mean_pair_expected_over_independence": float(ratios.mean()),
         "mi_nats": float(np.mean(mi)),
         "min_mi_pvalue": float(np.min(pvals)),
+        "n_pairs_mi_p_below_0.01": float(np.sum(np.array(pvals) < 0.01)),
     }
 
 
 @experiment(
     "truth_polling.random_strings",
     claim="Models trained on one corpus agree on 'random' digits for out-of-distribution random-string "
-    "prompts far "
-    "above 1/V, through their shared digit bias; models with different digit distributions agree only at the "
-    "independence level.",
+    "prompts far above 1/V, through their shared digit bias; models with different digit distributions "
+    "agree only at the independence level.",
     presets={
-        "quick": RandomStringsConfig(
-            n_lines=300, n_probes=300, n_perm=50, family=FamilyConfig(lm_steps=80, lr=1e-2, cnn_epochs=5)
-        ),
+        "smoke": RandomStringsConfig(n_lines=60, n_probes=40, n_perm=10, lm_steps=10, cnn_epochs=2),
+        "quick": RandomStringsConfig(n_lines=300, n_probes=300, n_perm=50, lm_steps=80, cnn_epochs=5),
         "full": RandomStringsConfig(),
     },
 )
 def random_strings(cfg: RandomStringsConfig, rng: np.random.Generator) -> Outcome:
     metrics: dict[str, float] = {}
+    family = _family(cfg)
     for shared in (True, False):
         task = make_random_digit_task(
-            len(cfg.families), cfg.n_lines, cfg.n_probes, rng, shared=shared, exponent=cfg.exponent
+            len(cfg.families),
+            cfg.n_lines,
+            cfg.n_probes,
+            rng,
+            shared=shared,
+            exponent=cfg.exponent,
+            string_length=cfg.string_length,
         )
-        probs = _train_families(task.corpora, task.probes, task.options, cfg.family, cfg.families, rng)
+        probs = _train_families(task.corpora, task.probes, task.options, family, cfg.families, rng)
         stats = _probe(probs, rng, cfg.n_perm)
+        # how much each family's output distribution moves with the probe (0 if it cannot read it)
+        spread = probs.std(axis=1).max(axis=1)  # (m,): largest per-digit s.d. across probes
+        stats["min_family_output_sd"] = float(spread.min())
         tag = "same" if shared else "control"
         metrics.update({f"{tag}_{k}": v for k, v in stats.items()})
+        metrics.update({f"{tag}_{name}_output_sd": float(v) for name, v in zip(cfg.families, spread, strict=True)})
     metrics["same_over_chance"] = metrics["same_agreement"] / metrics["same_chance"]
     metrics["same_over_independence"] = metrics["same_agreement"] / metrics["same_independence"]
     metrics["control_over_independence"] = metrics["control_agreement"] / metrics["control_independence"]
+    metrics["same_expected_over_chance"] = metrics["same_expected_agreement"] / metrics["same_chance"]
+    metrics["same_expected_over_independence"] = (
+        metrics["same_expected_agreement"] / metrics["same_expected_independence"]
+    )
+    metrics["control_expected_over_independence"] = (
+        metrics["control_expected_agreement"] / metrics["control_expected_independence"]
+    )
     fig, ax = new_figure("Random-string probe: cross-model agreement", "condition", "P(outputs agree)")
     labels = ["same corpus", "control"]
     ax.bar([0, 1], [metrics["same_agreement"], metrics["control_agreement"]], width=0.35, label="agreement")
@@ -479,13 +560,18 @@ def random_strings(cfg: RandomStringsConfig, rng: np.random.Generator) -> Outcom
         width=0.35,
         label="independence baseline",
     )
-    ax.axhline(0.1, color="k", linestyle=":", label="1/V")
+    ax.axhline(metrics["same_chance"], color="k", linestyle=":", label="1/V")
     ax.set_xticks([0.17, 1.17], labels)
     ax.legend()
     checks = [
-        Check(
-            "same_corpus_agreement_over_chance", metrics["same_over_chance"], ">= 1.5", paper="C4: correlated"
-        ),
+        Check("same_corpus_agreement_over_chance", metrics["same_over_chance"], ">= 1.5", paper="C4: correlated"),
         Check("control_agreement_over_independence", metrics["control_over_independence"], "in [0.833, 1.2]"),
+        # The probe must reach every family: before the probes were written one symbol per word, the
+        # word-level families saw <unk> for every probe and this s.d. was <= 8e-15.
+        Check(
+            "min_family_output_sd_across_probes",
+            min(metrics["same_min_family_output_sd"], metrics["control_min_family_output_sd"]),
+            "> 0.001",
+        ),
     ]
     return Outcome(metrics=metrics, checks=checks, figures={"random_strings_agreement": fig})

@@ -12,14 +12,15 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
 from scipy import sparse
 from scipy.special import logsumexp
 
+from icml2026.core.config import config, param
 from icml2026.core.rng import torch_generator
+from icml2026.core.validate import as_probabilities, positive_int
 
 __all__ = [
     "FAMILIES",
@@ -35,21 +36,21 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@config
 class FamilyConfig:
     """Training budget of the neural families (CPU-scale)."""
 
-    d_model: int = 64
-    lm_steps: int = 300  # transformer and GRU optimisation steps
-    batch_size: int = 64
-    lr: float = 3e-3
-    cnn_epochs: int = 30
-    knn_k: int = 5
-    smoothing: float = 0.1  # add-alpha of the count model
+    d_model: int = param(64, 4, 256, help="width of the transformer, GRU and CNN (multiple of 4)")
+    lm_steps: int = param(300, 1, 5000, help="transformer and GRU optimisation steps")
+    batch_size: int = param(64, 1, 1024)
+    lr: float = param(3e-3, 0, 1, lo_open=True)
+    cnn_epochs: int = param(30, 1, 500)
+    knn_k: int = param(5, 1, 1000)
+    smoothing: float = param(0.1, 0, 100, lo_open=True, help="add-alpha of the count model")
 
     def __post_init__(self) -> None:
-        if min(self.d_model, self.lm_steps, self.batch_size, self.cnn_epochs, self.knn_k) < 1 or self.lr <= 0:
-            raise ValueError("FamilyConfig sizes must be positive")
+        if self.d_model % 4:
+            raise ValueError(f"d_model = {self.d_model}: must be a multiple of 4 (the transformer's 4 heads)")
 
 
 class AnswerModel(ABC):
@@ -93,9 +94,7 @@ class TransformerLM(AnswerModel):
             rng,
             level="word",
             model_config=TinyLMConfig(d_model=self.cfg.d_model, n_layers=2, n_heads=4, max_len=longest),
-            train_config=TrainConfig(
-                n_steps=self.cfg.lm_steps, batch_size=self.cfg.batch_size, lr=self.cfg.lr
-            ),
+            train_config=TrainConfig(n_steps=self.cfg.lm_steps, batch_size=self.cfg.batch_size, lr=self.cfg.lr),
             name="transformer",
         )
         res.backend.batch_size = 512
@@ -223,10 +222,7 @@ class TrigramKNModel(AnswerModel):
         p_uni = 0.99 * self.p_cont_.get(x, 0.0) + 0.01 / self.n_vocab_  # tiny uniform floor for unseen words
         denom = self.n_left_ctx_.get(v, 0)
         if denom:
-            p_bi = (
-                max(self.n_left_.get((v, x), 0) - d, 0) / denom
-                + d * self.follow_types_.get(v, 0) / denom * p_uni
-            )
+            p_bi = max(self.n_left_.get((v, x), 0) - d, 0) / denom + d * self.follow_types_.get(v, 0) / denom * p_uni
         else:
             p_bi = p_uni
         ctx = self.tri_.get((u, v))
@@ -262,9 +258,7 @@ class CharCNNClassifier(AnswerModel):
     def fit(self, lines: list[tuple[str, str]], rng: np.random.Generator) -> CharCNNClassifier:
         import torch
 
-        self.chars_ = {
-            c: i + 2 for i, c in enumerate(sorted({c for p, _ in lines for c in p}))
-        }  # 0 pad, 1 unknown
+        self.chars_ = {c: i + 2 for i, c in enumerate(sorted({c for p, _ in lines for c in p}))}  # 0 pad, 1 unknown
         self.classes_ = sorted({a for _, a in lines})
         index = {a: i for i, a in enumerate(self.classes_)}
         d = self.cfg.d_model
@@ -396,7 +390,8 @@ def make_family(name: str, cfg: FamilyConfig) -> AnswerModel:
 
 def sample_answers(probs: np.ndarray, n_samples: int, rng: np.random.Generator) -> np.ndarray:
     """(m, s, q) option codes drawn i.i.d. from probs (m, q, V) (sampling at temperature 1)."""
-    probs = np.asarray(probs, dtype=float)
+    probs = as_probabilities(probs, "probs", ndim=3, rows_sum_to_one=True)
+    n_samples = positive_int(n_samples, "n_samples")
     cdf = np.cumsum(probs, axis=2)
     cdf /= cdf[..., -1:]
     u = rng.random((probs.shape[0], n_samples, probs.shape[1]))

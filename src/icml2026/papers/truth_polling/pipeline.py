@@ -29,8 +29,11 @@ __all__ = [
     "poll_models",
 ]
 
-_ANSWER = re.compile(r"answer\s*[:\uff1a]\s*([^\n]*)", re.IGNORECASE)
-_CONF = re.compile(r"confidence\s*[:\uff1a]\s*([0-9]+(?:\.[0-9]+)?)\s*(%?)", re.IGNORECASE)
+_ANSWER = re.compile(r"\banswer\s*[:\uff1a]\s*([^\n]*)", re.IGNORECASE)
+# another field on the same line ends the answer: "Answer: Paris. Confidence: 90%"
+_NEXT_FIELD = re.compile(r"[\s.,;|(\[]*\b(?:confidence|probability|certainty)\b.*$", re.IGNORECASE)
+_TRAILING = " \t.,;:|-([{*_"  # separators and markdown left at the end of an answer
+_CONF = re.compile(r"\bconfidence(?:\s+level)?\s*(?:[:\uff1a=]|is|of)?\s*([0-9]+(?:\.[0-9]+)?)\s*(%?)", re.IGNORECASE)
 
 
 def format_prompt(question: str) -> str:
@@ -44,17 +47,29 @@ def format_meta_prompt(question: str) -> str:
 
 
 def parse_answer(text: str) -> str | None:
-    """The first ``Answer: X`` (rest of that line, stripped); None if absent or empty."""
-    m = _ANSWER.search(text or "")
+    """The first ``Answer: X``: the rest of that line up to another field (``Confidence``...), without
+    trailing separators; None if absent or empty. ``"Answer: Paris. Confidence: 90%"`` gives ``"Paris"``;
+    a full stop inside an answer (``"St. Louis"``, ``"3.14"``) is kept."""
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise ValueError(f"text: expected a string, got {type(text).__name__}")
+    m = _ANSWER.search(text)
     if not m:
         return None
-    ans = m.group(1).strip()
+    ans = _NEXT_FIELD.sub("", m.group(1)).strip().rstrip(_TRAILING).lstrip(" \t*_:").strip()
     return ans or None
 
 
 def parse_confidence(text: str) -> float | None:
-    """``Confidence: NN%`` -> NN / 100; ``Confidence: 0.NN`` (no %) -> 0.NN; None if absent or above 100%."""
-    m = _CONF.search(text or "")
+    """``Confidence: NN%`` -> NN / 100; ``Confidence: 0.NN`` (no %) -> 0.NN; None if absent or above 100%.
+
+    Also reads ``confidence 80%``, ``Confidence level: 80%`` and ``confidence is 0.8``."""
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise ValueError(f"text: expected a string, got {type(text).__name__}")
+    m = _CONF.search(text)
     if not m:
         return None
     v = float(m.group(1))
@@ -82,13 +97,7 @@ def parse_meta_prediction(text: str, options: Sequence[str]) -> np.ndarray | Non
     out = np.zeros(len(options))
     for key, val in obj.items():
         i = index.get(normalize_answer(key))
-        if (
-            i is None
-            or isinstance(val, bool)
-            or not isinstance(val, (int, float))
-            or not np.isfinite(val)
-            or val < 0
-        ):
+        if i is None or isinstance(val, bool) or not isinstance(val, (int, float)) or not np.isfinite(val) or val < 0:
             continue
         out[i] += float(val)
     return out / out.sum() if out.sum() > 0 else None
@@ -163,6 +172,4 @@ def poll_models(
                 if vec is not None:
                     meta[m, q] = vec
                     meta_parsed += 1
-    return Poll(
-        answers, conf, meta, parsed / answers.size, meta_parsed / (n_m * n_q) if options else float("nan")
-    )
+    return Poll(answers, conf, meta, parsed / answers.size, meta_parsed / (n_m * n_q) if options else float("nan"))
