@@ -24,7 +24,7 @@ H                      number of heads ``n_heads``
 
 from .baselines import least_squares_recovery
 from .data import random_sequences, random_single_head, relative_error
-from .exact import recover_exact
+from .exact import NotIdentifiableError, recover_exact
 from .low_rank import factored_als, nuclear_norm_recovery, recover_low_rank
 from .model import HeadEstimate, SingleHeadAttention
 from .multihead import MultiHeadAttention, nonidentifiable_pair
@@ -38,6 +38,7 @@ from .one_layer import (
     recover_one_layer,
 )
 from .oracle import CountingOracle, NoisyOracle
+from .queries import SaturationError
 
 __all__ = [
     "SingleHeadAttention",
@@ -52,6 +53,8 @@ __all__ = [
     "factored_als",
     "nuclear_norm_recovery",
     "recover_noisy",
+    "SaturationError",
+    "NotIdentifiableError",
     "least_squares_recovery",
     "MultiHeadAttention",
     "nonidentifiable_pair",

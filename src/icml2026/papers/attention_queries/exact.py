@@ -15,13 +15,17 @@ from .model import HeadEstimate, check_dim
 from .oracle import CountingOracle, as_counting
 from .queries import choose_directions, learn_value, measure_bilinear
 
-__all__ = ["recover_exact", "check_identifiable"]
+__all__ = ["recover_exact", "check_identifiable", "NotIdentifiableError"]
+
+
+class NotIdentifiableError(ValueError):
+    """The learned value vector is zero (up to the noise level): A cannot be identified."""
 
 
 def check_identifiable(v: np.ndarray, tol: float = 0.0) -> None:
     """Raise if the learned value vector is zero: then f is identically zero and A is unidentifiable."""
     if np.max(np.abs(v)) <= tol:
-        raise ValueError(
+        raise NotIdentifiableError(
             "the value vector v is zero (every single-token answer is 0 up to the noise level): the "
             "target function is identically zero and its attention matrix A is not identifiable"
         )

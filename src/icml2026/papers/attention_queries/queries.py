@@ -18,9 +18,21 @@ import numpy as np
 
 from .oracle import CountingOracle
 
-__all__ = ["learn_value", "choose_directions", "measure_bilinear", "Measurements", "MAX_RESCALE_ROUNDS"]
+__all__ = [
+    "learn_value",
+    "choose_directions",
+    "measure_bilinear",
+    "Measurements",
+    "MAX_RESCALE_ROUNDS",
+    "SaturationError",
+]
 
 MAX_RESCALE_ROUNDS = 60  # 4^-60 ~ 1e-36: far beyond any finite logit; reaching it means a broken oracle
+
+
+class SaturationError(RuntimeError):
+    """Queries stayed saturated after every rescaling: the answers do not behave like one attention head
+    (a broken oracle, or noise so large that no query scale gives a usable softmax weight)."""
 
 
 def _ask(oracle: CountingOracle, X: np.ndarray, batch: bool) -> np.ndarray:
@@ -136,7 +148,7 @@ def measure_bilinear(
         s[pending[~ok]] /= shrink
         pending = pending[~ok]
     if pending.size:
-        raise RuntimeError(
+        raise SaturationError(
             f"{pending.size} queries stayed saturated after {MAX_RESCALE_ROUNDS} rescaling rounds; "
             "the oracle does not behave like single-head attention"
         )
