@@ -212,7 +212,8 @@ class _Entry:
 
 
 class PolicyBank:
-    """Policies with running-mean rewards; ``sample`` draws by softmax(score / temperature)."""
+    """Policies with running-mean rewards; ``sample`` tries each new policy once, then draws by
+    softmax(score / temperature)."""
 
     def __init__(self, policies: Sequence[Policy] | None = None, prior: float = 0.0) -> None:
         pols = list(policies) if policies is not None else seed_policies()
@@ -260,7 +261,8 @@ class PolicyBank:
         return [e.policy for _, e in order[:k]]
 
     def sample(self, k: int, temperature: float, rng: np.random.Generator) -> list[Policy]:
-        """``k`` distinct policies, softmax(score / temperature) without replacement (Gumbel top-k)."""
+        """``k`` distinct policies: untried ones first, then softmax(score / temperature) without
+        replacement (Gumbel top-k)."""
         if not (isinstance(k, int) and k >= 1):
             raise ValueError(f"k must be a positive integer, got {k!r}")
         if not (temperature > 0 and math.isfinite(temperature)):
@@ -268,7 +270,9 @@ class PolicyBank:
         entries = list(self._entries.values())
         logits = np.array([e.score for e in entries]) / temperature
         g = logits + rng.gumbel(size=len(entries))
-        order = np.argsort(-g, kind="stable")[: min(k, len(entries))]
+        # untried policies come first (each is tried once before the softmax exploits the scores)
+        untried = np.array([e.n == 0 for e in entries])
+        order = np.lexsort((-g, ~untried))[: min(k, len(entries))]
         return [entries[int(i)].policy for i in order]
 
     def snapshot(self) -> list[tuple[str, float, int]]:
