@@ -106,20 +106,6 @@ def test_toy_language_concept_is_xor_of_parities():
     assert "z" in lang.prompt(1, 2, 0, "cipher") and "a1" not in lang.prompt(1, 2, 0, "cipher")
 
 
-@pytest.mark.slow
-def test_toy_quick_base_complies_and_metrics_are_rates():
-    # Part B smoke + the premise of the toy: the pretrained base complies with every request (ASR 1 on
-    # held-out harmful requests, exact answers on benign ones), before any safety intervention.
-    from icml2026.core import make_rng
-    from icml2026.core.registry import get_experiment
-
-    exp = get_experiment("coca.toy_coca")
-    out = exp(exp.config("quick"), make_rng(0))
-    m = out.metrics
-    assert m["base_asr_id"] >= 0.95 and m["base_benign_acc"] >= 0.95  # pretraining to comply worked
-    assert all(0.0 <= m[k] <= 1.0 for k in m if "asr" in k or "acc" in k or "probe" in k)
-
-
 def test_toy_and_rule_and_config_validation():
     from icml2026.papers.coca import ToyConfig
 
@@ -130,3 +116,130 @@ def test_toy_and_rule_and_config_validation():
         ToyConfig(harm_rule="or")
     with pytest.raises(ValueError):
         ToyConfig(layer=3, n_layers=3)
+
+
+def _shift(h):
+    return h + torch.linspace(-1, 1, h.shape[-1])
+
+
+def test_positions_edit_only_the_chosen_prompt_positions():
+    model, _ = _tiny()
+    ids = [1, 5, 6, 7, 8]
+    ref = collect_activations(model, [ids], 1)[0]
+    with apply_intervention(model, 1, _shift, positions=[1, -1]):
+        got = collect_activations(model, [ids], 1)[0]  # the hook added later sees the edited output
+    changed = np.abs(got - ref).max(axis=1) > 1e-6
+    assert changed.tolist() == [False, True, False, False, True]  # positions 1 and 4 (= -1) only
+    with apply_intervention(model, 1, _shift):  # positions=None: every position
+        assert (np.abs(collect_activations(model, [ids], 1)[0] - ref).max(axis=1) > 1e-6).all()
+
+
+def test_positions_leave_generated_tokens_alone_like_pyreft():
+    # Greedy decoding with a KV cache under positions=[-1] must equal a cache-free forward of the whole
+    # sequence that edits only the last *prompt* token: generated tokens are not intervened on.
+    model, _ = _tiny()
+    prompt = [1, 5, 6, 7]
+    with torch.no_grad():
+        with apply_intervention(model, 1, _shift, positions=[-1]):
+            out = model(input_ids=torch.tensor([prompt]), use_cache=True)
+            nxt = int(out.logits[0, -1].argmax())
+            kw = "cache" if hasattr(out, "cache") else "past_key_values"  # renamed in transformers 5.x
+            step = model(input_ids=torch.tensor([[nxt]]), use_cache=True, **{kw: getattr(out, kw)})
+        with apply_intervention(model, 1, _shift, positions=[len(prompt) - 1]):
+            ref = model(input_ids=torch.tensor([prompt + [nxt]]), use_cache=False).logits[0, -1]
+        with apply_intervention(model, 1, _shift):  # old behaviour: the generated token is edited too
+            everywhere = model(input_ids=torch.tensor([prompt + [nxt]]), use_cache=False).logits[0, -1]
+    assert float((step.logits[0, -1] - ref).abs().max()) < 1e-5
+    assert float((everywhere - ref).abs().max()) > 1e-3  # the two semantics differ (negative control)
+
+
+def test_positions_with_the_generation_backend():
+    # the same through HFLocalBackend (left padding, KV cache under whatever keyword transformers uses):
+    # a prompt-position intervention equals running each step cache-free with only the prompt edited
+    from icml2026.core.textgen import HFLocalBackend
+
+    model, tok = _tiny()
+    prompt = "t1 t2 t3"
+    with apply_intervention(model, 1, _shift, positions=[-1]):
+        out = HFLocalBackend(model, tok).sample([prompt], n=1, temperature=0.0, max_new_tokens=4,
+                                                rng=np.random.default_rng(0))[0][0]
+    ids = [tok.bos_id, *tok.encode(prompt)]
+    ref = []
+    with torch.no_grad(), apply_intervention(model, 1, _shift, positions=[len(ids) - 1]):
+        for _ in range(4):
+            t = int(model(input_ids=torch.tensor([ids + ref]), use_cache=False).logits[0, -1].argmax())
+            if t == tok.eos_id:
+                break
+            ref.append(t)
+    assert out == tok.decode(ref)
+    with apply_intervention(model, 1, _shift):  # negative control: editing every token decodes otherwise
+        everywhere = HFLocalBackend(model, tok).sample([prompt], n=1, temperature=0.0, max_new_tokens=4,
+                                                       rng=np.random.default_rng(0))[0][0]
+    assert everywhere != out
+
+
+@pytest.mark.parametrize("positions", [[], [1.5], [True], "1", [0, 0], 3.0])
+def test_bad_positions_are_rejected(positions):
+    model, _ = _tiny()
+    with pytest.raises(ValueError, match="positions"):
+        with apply_intervention(model, 1, _shift, positions=positions):
+            pass
+
+
+def test_out_of_range_position_is_a_clear_error():
+    model, _ = _tiny()
+    with pytest.raises(ValueError, match="outside"):
+        with apply_intervention(model, 1, _shift, positions=[7]), torch.no_grad():
+            model(input_ids=torch.tensor([[1, 5, 6]]))
+
+
+def test_collect_activations_batches_equal_lengths_exactly_and_validates():
+    model, _ = _tiny()
+    seqs = [[1, 5, 6], [1, 8, 9, 10], [1, 7, 7]]
+    batched = collect_activations(model, seqs, 0)
+    single = [collect_activations(model, [s], 0)[0] for s in seqs]
+    for a, b in zip(batched, single, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5)  # batching changes only float summation order
+    at = collect_activations(model, seqs, 0, [-1, 0, 1])
+    np.testing.assert_allclose(at[1], single[1][0], atol=1e-5)
+    for bad, msg in (([], "input_ids"), ([[]], "input_ids"), ([[1, 99]], "token ids"), ([[1, -1]], "token ids"),
+                     ([[1, 2.5]], "token ids"), ("abc", "input_ids")):
+        with pytest.raises(ValueError, match=msg):
+            collect_activations(model, bad, 0)
+    with pytest.raises(ValueError, match="positions"):
+        collect_activations(model, seqs, 0, [0])
+    with pytest.raises(ValueError, match="positions"):
+        collect_activations(model, seqs, 0, [5, 0, 0])
+    with pytest.raises(ValueError, match="batch_size"):
+        collect_activations(model, seqs, 0, batch_size=0)
+
+
+def test_harness_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="response"):
+        parse_coca(None)
+    with pytest.raises(ValueError, match="response"):
+        keyword_refusal_judge(3)
+    with pytest.raises(ValueError, match="markers"):
+        keyword_refusal_judge("sorry", markers="sorry")
+    with pytest.raises(ValueError, match="example"):
+        refactor_to_coca(("p", "r"), [])
+    judge = LLMRefusalJudge(object())
+    with pytest.raises(ValueError, match="prompts"):
+        judge([], [])
+    with pytest.raises(ValueError, match="responses"):
+        judge(["q"], [None])
+    g = torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError, match="rank"):
+        LoReFTIntervention(8, 9, g)
+    with pytest.raises(ValueError, match="d_model"):
+        LoReFTIntervention(0, 1, g)
+    from icml2026.papers.coca import BiasIntervention, ErasureIntervention
+
+    with pytest.raises(ValueError, match="d_model"):
+        BiasIntervention(-1)
+    with pytest.raises(ValueError, match="proj"):
+        ErasureIntervention(np.zeros((3, 2)), np.zeros(3))
+    with pytest.raises(ValueError, match="bias"):
+        ErasureIntervention(np.eye(3), np.zeros(2))
+    with pytest.raises(ValueError, match="proj"):
+        ErasureIntervention(np.full((2, 2), np.nan), np.zeros(2))

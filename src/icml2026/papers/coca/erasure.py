@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
 from icml2026.core import torch_generator
 from icml2026.core.config import config, param
 from icml2026.core.validate import finite_number, positive_int

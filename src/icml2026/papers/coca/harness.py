@@ -244,7 +244,9 @@ def collect_activations(
 
 def _past_length(kwargs: dict[str, Any]) -> int:
     """Tokens already in the KV cache passed to a model call (0 for a fresh forward pass)."""
-    past = kwargs.get("past_key_values")
+    past = kwargs.get("cache")  # transformers >= 5.x; older releases call it past_key_values
+    if past is None:
+        past = kwargs.get("past_key_values")
     if past is None:
         return 0
     if hasattr(past, "get_seq_length"):
