@@ -64,14 +64,15 @@ def tiny_backend():  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.slow
-def test_same_pipeline_through_local_and_http_backends(tiny_backend, tmp_path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("mode", ["exact", "vllm"])
+def test_same_pipeline_through_local_and_http_backends(tiny_backend, tmp_path, mode) -> None:  # type: ignore[no-untyped-def]
     from icml2026.core.textgen import HFLocalBackend, OpenAICompatBackend, serve_text_model
 
     tiny_backend.save_pretrained(tmp_path / "tiny")
     local = HFLocalBackend.from_pretrained(tmp_path / "tiny")  # the saved model, loaded from a local folder
     questions = list(FACTS)
     gold = np.array([FACTS[q] for q in questions], dtype=object)
-    with serve_text_model(local) as url:
+    with serve_text_model(local, mode=mode) as url:
         remote = OpenAICompatBackend(url, "tiny", timeout_s=30)
         polls = {}
         for name, backend in (("local", local), ("http", remote)):
@@ -89,7 +90,7 @@ def test_same_pipeline_through_local_and_http_backends(tiny_backend, tmp_path) -
     assert (polls["local"].answers == polls["http"].answers).all()
     np.testing.assert_allclose(polls["local"].meta, polls["http"].meta)
     # sampling at temperature 1 also runs through both
-    with serve_text_model(local) as url:
+    with serve_text_model(local, mode=mode) as url:
         hot = poll_models([OpenAICompatBackend(url, "tiny")], questions, make_rng(3), n_samples=4)
     assert hot.answers.shape == (1, 4, 4) and 0.5 <= hot.parse_rate <= 1.0
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from icml2026.core.textgen import TextModel
+from icml2026.core.validate import finite_number, positive_int
 
 from .aggregate import normalize_answer
 
@@ -137,6 +138,13 @@ def poll_models(
     """
     if len(models) == 0 or len(questions) == 0:
         raise ValueError("poll_models needs at least one model and one question")
+    if isinstance(questions, str) or not all(isinstance(q, str) for q in questions):
+        raise ValueError("questions: must be a sequence of strings")
+    n_samples = positive_int(n_samples, "n_samples")
+    max_new_tokens = positive_int(max_new_tokens, "max_new_tokens")
+    finite_number(temperature, "temperature", lo=0)
+    if options is not None and (isinstance(options, str) or len(set(options)) != len(options)):
+        raise ValueError("options: must be a sequence of distinct answers")
     n_m, n_q = len(models), len(questions)
     answers = np.empty((n_m, n_samples, n_q), dtype=object)
     conf = np.full((n_m, n_samples, n_q), np.nan)
