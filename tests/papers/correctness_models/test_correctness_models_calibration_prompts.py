@@ -28,7 +28,7 @@ def _overconfident(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.nda
 @pytest.mark.parametrize("kind", CALIBRATORS)
 def test_every_calibrator_removes_most_of_an_overconfident_ece(kind):
     rng = np.random.default_rng(0)
-    p_cal, y_cal = _overconfident(3000, rng)
+    p_cal, y_cal = _overconfident(1000, rng)
     p_ev, y_ev = _overconfident(20000, rng)
     before = expected_calibration_error(p_ev, y_ev)
     after = expected_calibration_error(fit_calibrator(kind, p_cal, y_cal).predict(p_ev), y_ev)
@@ -52,7 +52,7 @@ def test_isotonic_clips_outside_the_fitted_range_and_is_monotone():
 
 def test_spline_calibrator_is_deterministic():
     rng = np.random.default_rng(2)
-    p, y = _overconfident(2000, rng)
+    p, y = _overconfident(400, rng)
     a = fit_calibrator("spline", p, y).predict(p)
     b = fit_calibrator("spline", p, y).predict(p)
     np.testing.assert_array_equal(a, b)

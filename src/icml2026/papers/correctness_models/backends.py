@@ -90,7 +90,9 @@ class YesNoHTTPBackend(OpenAICompatBackend):
         for start in range(0, len(prompts), self.prompts_per_request):
             chunk = prompts[start : start + self.prompts_per_request]
             payload = {"model": self.model, "prompt": chunk, "max_tokens": 1, "temperature": 0.0, "logprobs": k}
-            choices = self._choices(self._post("/completions", payload), len(chunk), "/completions")
+            # _post is OpenAICompatBackend's request helper (deadline, retries, key handling); core.textgen
+            # has no public "one token with top_logprobs" call yet.
+            choices = _ordered_choices(self._post("/completions", payload), len(chunk))
             for j, ch in enumerate(choices):
                 top = _first_top_logprobs(ch)
                 py = sum(math.exp(v) for t, v in top.items() if t.strip() == yes)
@@ -104,6 +106,19 @@ class YesNoHTTPBackend(OpenAICompatBackend):
                 else:
                     out[start + j] = py
         return out
+
+
+def _ordered_choices(data: dict[str, Any], expected: int) -> list[dict[str, Any]]:
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
+        raise BackendResponseError("response from /completions has no 'choices' list")
+    if len(choices) != expected:
+        raise BackendResponseError(f"/completions returned {len(choices)} choices, expected {expected}")
+    if all("index" in c for c in choices):
+        if sorted(c["index"] for c in choices) != list(range(expected)):
+            raise BackendResponseError("/completions returned choice indices that are not 0..n-1")
+        choices = sorted(choices, key=lambda c: c["index"])
+    return choices
 
 
 def _first_top_logprobs(choice: dict[str, Any]) -> dict[str, float]:

@@ -4,7 +4,7 @@
 platt      logistic regression on the logit of p (effectively unregularised: C = 1e6)
 isotonic   ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip")`` on p
 beta       ``betacal.BetaCalibration(parameters="abm")`` (Kull et al. 2017)
-spline     ``ml_insights.SplineCalib`` (Lucena 2018), its default settings (random_state=42)
+spline     ``ml_insights.SplineCalib`` (Lucena 2018), random_state=42, 3-fold CV over 5 penalties
 =========  ==================================================================================
 
 Calibrators are fitted on the calibration split only; the caller never shows them the eval split.
@@ -85,6 +85,8 @@ def fit_calibrator(kind: Literal["platt", "isotonic", "beta", "spline"], probs: 
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = SplineCalib(random_state=42)
+            # Deviation: 3-fold CV over 5 penalties (1e-2..1e2) instead of the library's 5 folds x 17
+            # penalties: ~8x faster (the default takes ~1 min per 1000 points on our shared CPU).
+            model = SplineCalib(random_state=42, cv_spline=3, reg_param_vec=np.logspace(-2, 2, 5))
             model.fit(p, y)
     return Calibrator(kind, model)
