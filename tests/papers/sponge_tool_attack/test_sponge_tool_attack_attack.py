@@ -75,7 +75,7 @@ def test_bandit_inductor_merges_the_two_best_and_prunes() -> None:
     pols = [Policy.of(o) for o in ("decompose", "verify", "restate", "convert")]
     bank = PolicyBank(pols)
     ev = []
-    for p, rs in zip(pols, ([4.0, 6.0], [2.0, 2.0], [-1.0] * 4, [1.0])):
+    for p, rs in zip(pols, ([4.0, 6.0], [2.0, 2.0], [-1.0] * 4, [1.0]), strict=False):
         for r in rs:
             bank.record(p, r)
             ev.append(Attempt("q", p, "x", 0.9, r, 3))
@@ -145,7 +145,7 @@ def test_loop_mechanics_with_scripted_roles(encoder) -> None:  # type: ignore[no
     assert min(log1.submitted_fidelity) >= 0.80
     assert sum(log1.n_candidates) > sum(log1.n_ok)  # some candidates were rejected, so the gate acted
     sizes = [0] + log1.buffer_sizes
-    assert [b - a for a, b in zip(sizes, sizes[1:])] == log1.n_ok
+    assert [b - a for a, b in zip(sizes, sizes[1:], strict=False)] == log1.n_ok
     # the judge always sees the original query, never an earlier rewrite
     originals = [p.split("Original request: ")[1].split("\n")[0] for p in jb.prompts]
     assert set(originals) <= set(probes)
@@ -170,7 +170,7 @@ def test_every_accepted_rewrite_keeps_numbers_and_entities(encoder) -> None:  # 
     assert accepted and any(f.policy is not None for f in finals)
     for a in accepted:
         assert preserves_facts(a.query, a.rewrite), a.rewrite
-    for t, f in zip(tasks[6:], finals):
+    for t, f in zip(tasks[6:], finals, strict=False):
         assert preserves_facts(t.query, f.text) and (f.verdict is None or f.verdict.fidelity >= 0.80)
     # rewrite_many is rewrite() in a batch: same texts for the same rng
     r = np.random.default_rng(2)

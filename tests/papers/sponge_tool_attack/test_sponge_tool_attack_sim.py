@@ -94,7 +94,7 @@ def test_bootstrap_and_paired_metrics(encoder) -> None:  # type: ignore[no-untyp
     clean = [agent.run(t.query) for t in tasks]
     att = [agent.run(f"{t.query} {OPERATORS['verify'][0]}") for t in tasks]
     m = paired_metrics(clean, att, [t.answer for t in tasks], [0.9] * len(tasks), [True] * len(tasks), rng)
-    expected = np.mean([b.n_steps - a.n_steps for a, b in zip(clean, att)])
+    expected = np.mean([b.n_steps - a.n_steps for a, b in zip(clean, att, strict=False)])
     assert m.delta_steps == pytest.approx(expected) and m.delta_steps > 0
     assert m.acc_clean == m.acc_attacked == 1.0 and m.tokens_attacked > m.tokens_clean
     with pytest.raises(ValueError, match="same non-zero length"):

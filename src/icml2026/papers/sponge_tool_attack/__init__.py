@@ -32,8 +32,8 @@ from .agent import (
 )
 from .attack import (
     OPERATORS,
-    Attempt,
     AttackLog,
+    Attempt,
     BanditInductor,
     EmbeddingJudge,
     HistoryBuffer,

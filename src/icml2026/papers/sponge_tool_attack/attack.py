@@ -507,7 +507,7 @@ class STAAttacker:
                 n_ok = 0
                 cands = [self.rewriter.rewrite(x, p, hist, rng) for p in pols]
                 verdicts = _judge_all(self.judge, x, cands)  # always against the original x
-                for p, c, v in zip(pols, cands, verdicts):
+                for p, c, v in zip(pols, cands, verdicts, strict=False):
                     if self.use_judge and not v.passed:
                         continue
                     if not c.strip():
@@ -542,7 +542,7 @@ class STAAttacker:
         gate = judge if judge is not None else self.judge
         pols = self.bank.best(n_candidates)
         cands = [self.rewriter.rewrite(query, p, [], rng) for p in pols]
-        for p, c, v in zip(pols, cands, _judge_all(gate, query, cands)):
+        for p, c, v in zip(pols, cands, _judge_all(gate, query, cands), strict=False):
             if v.passed:
                 return Rewrite(c, p, v)
         return Rewrite(query, None, None)
@@ -557,9 +557,9 @@ class STAAttacker:
         if hasattr(gate, "prepare"):
             gate.prepare([*queries, *(c for row in cands for c in row)])
         out = []
-        for q, row in zip(queries, cands):
+        for q, row in zip(queries, cands, strict=False):
             pick = Rewrite(q, None, None)
-            for p, c, v in zip(pols, row, _judge_all(gate, q, row)):
+            for p, c, v in zip(pols, row, _judge_all(gate, q, row), strict=False):
                 if v.passed:
                     pick = Rewrite(c, p, v)
                     break

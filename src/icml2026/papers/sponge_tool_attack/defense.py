@@ -61,4 +61,4 @@ class StepAnomalyDetector:
         users = list(users)
         if len(users) != s.size:
             raise ValueError(f"users and steps must have the same length, got {len(users)} and {s.size}")
-        return np.array([v > self.threshold(u) for u, v in zip(users, s)], dtype=bool)
+        return np.array([v > self.threshold(u) for u, v in zip(users, s, strict=False)], dtype=bool)

@@ -46,7 +46,7 @@ class SentenceEncoder:
         if new:
             vecs = self.model.encode(new, batch_size=self.batch_size, normalize_embeddings=True,
                                      convert_to_numpy=True, show_progress_bar=False)
-            for t, v in zip(new, np.asarray(vecs, dtype=np.float64)):
+            for t, v in zip(new, np.asarray(vecs, dtype=np.float64), strict=False):
                 self._cache[t] = v
             self.n_encoded += len(new)
         if not texts:

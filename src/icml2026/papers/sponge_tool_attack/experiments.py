@@ -85,8 +85,8 @@ def _evaluate(agent: Any, tasks: list[Task], rewrites: list[Rewrite], enc: Sente
     enc.encode(texts + [s for t in texts for s in split_sentences(t)])  # one batch (speed only)
     clean = clean if clean is not None else [agent.run(t.query) for t in tasks]
     attacked = [agent.run(r.text) for r in rewrites]
-    sims = [enc.cosine(t.query, r.text) for t, r in zip(tasks, rewrites)]
-    rewritten = [r.text != t.query for t, r in zip(tasks, rewrites)]
+    sims = [enc.cosine(t.query, r.text) for t, r in zip(tasks, rewrites, strict=False)]
+    rewritten = [r.text != t.query for t, r in zip(tasks, rewrites, strict=False)]
     m = paired_metrics(clean, attacked, [t.answer for t in tasks], sims, rewritten, rng, n_boot)
     return _Eval(m, clean, attacked)
 
@@ -149,10 +149,11 @@ def headline(cfg: AttackConfig, rng: np.random.Generator) -> Outcome:
         n_users = 5
         users = [f"user{i % n_users}" for i in range(len(test))]
         half = np.array([(i // n_users) % 2 == 0 for i in range(len(test))])
+        fit_idx = [i for i in range(len(test)) if half[i]]
         det = StepAnomalyDetector(n_sigma=2.0, min_history=2).fit(
-            [u for u, h in zip(users, half) if h], [t.n_steps for t, h in zip(ev.clean, half) if h])
-        held_u = [u for u, h in zip(users, half) if not h]
-        fpr = float(det.predict(held_u, [t.n_steps for t, h in zip(ev.clean, half) if not h]).mean())
+            [users[i] for i in fit_idx], [ev.clean[i].n_steps for i in fit_idx])
+        held_u = [u for u, h in zip(users, half, strict=False) if not h]
+        fpr = float(det.predict(held_u, [t.n_steps for t, h in zip(ev.clean, half, strict=False) if not h]).mean())
         att_idx = [i for i in range(len(test)) if not half[i] and sta[i].text != test[i].query]
         tpr = float(det.predict([users[i] for i in att_idx], [ev.attacked[i].n_steps for i in att_idx]).mean()) \
             if att_idx else 0.0
@@ -238,9 +239,9 @@ def ablation(cfg: AttackConfig, rng: np.random.Generator) -> Outcome:
             att.run([t.query for t in probe], agent, cfg.n_iter, cfg.n_candidates, ra)
             ev = _evaluate(agent, test, att.rewrite_many([t.query for t in test], cfg.n_candidates, re_), enc,
                            r_boot, cfg.n_boot, clean)
-            for k, v in (("cap", ev.metrics.cap_attacked), ("delta_steps", ev.metrics.delta_steps),
-                         ("rewritten_rate", ev.metrics.rewritten_rate), ("acc", ev.metrics.acc_attacked)):
-                per.setdefault(f"{name}_{k}", []).append(v)
+            for key, val in (("cap", ev.metrics.cap_attacked), ("delta_steps", ev.metrics.delta_steps),
+                             ("rewritten_rate", ev.metrics.rewritten_rate), ("acc", ev.metrics.acc_attacked)):
+                per.setdefault(f"{name}_{key}", []).append(val)
             rows.append({"seed": s, "variant": name, "cap_hit": round(ev.metrics.cap_attacked, 3),
                          "delta_steps": round(ev.metrics.delta_steps, 3),
                          "rewritten_rate": round(ev.metrics.rewritten_rate, 3)})

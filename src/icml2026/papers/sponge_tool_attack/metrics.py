@@ -80,8 +80,8 @@ def paired_metrics(clean: Sequence[Trajectory], attacked: Sequence[Trajectory], 
     s1 = np.array([t.n_steps for t in attacked], float)
     c0 = np.array([t.cap_hit for t in clean], float)
     c1 = np.array([t.cap_hit for t in attacked], float)
-    a0 = np.array([is_correct(t.answer, g) for t, g in zip(clean, gold)], float)
-    a1 = np.array([is_correct(t.answer, g) for t, g in zip(attacked, gold)], float)
+    a0 = np.array([is_correct(t.answer, g) for t, g in zip(clean, gold, strict=False)], float)
+    a1 = np.array([is_correct(t.answer, g) for t, g in zip(attacked, gold, strict=False)], float)
     sim = as_array(similarity, "similarity", ndim=1)
     rw = np.asarray(rewritten, bool)
     return PairedMetrics(

@@ -171,7 +171,7 @@ class _SimPlanner:
         plan = self.schedule(query)
         done = len(steps)
         core_obs: list[str] = []
-        for s, item in zip(steps, plan):
+        for s, item in zip(steps, plan, strict=False):
             if item[0] == "core" and s.observation is not None:
                 core_obs.append(s.observation)
         if force_final or done >= len(plan):
