@@ -55,7 +55,7 @@ def _version() -> str:
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="print the traceback of an internal error")
     p = _Parser(prog="icml2026", description="Reference implementations of ICML 2026 papers.", parents=[common])
@@ -74,7 +74,8 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="override one config field, typed by the preset's config (repeatable)")
     r.add_argument("--out", type=Path, default=Path("runs"), help="folder for run folders (default: runs)")
     r.add_argument("--threads", default="1", help="torch and BLAS thread count (default: 1)")
-    sw = sub.add_parser("sweep", parents=[common], help="run a grid of seeds and overrides through Ray or a process pool")
+    sw = sub.add_parser("sweep", parents=[common],
+                        help="run a grid of seeds and overrides through Ray or a process pool")
     sw.add_argument("names", nargs="+", metavar="NAME", help="<slug>.<experiment>, or <slug>")
     sw.add_argument("--seeds", default="0-2", help="seeds: '0-99' or '0,3,7' (default: 0-2)")
     sw.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
@@ -350,8 +351,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise BadInput(str(exc)) from None
     status = EXIT_OK
-    for name, exc in broken:
-        status = max(status, _report_exception(exc, name, args.debug))
+    for name, err in broken:
+        status = max(status, _report_exception(err, name, args.debug))
     for exp, cfg, overrides in plan:
         for seed in args.seeds:
             print(f"running {exp.name} (preset {args.preset}, seed {seed}) ...", flush=True)

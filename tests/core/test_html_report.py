@@ -72,7 +72,8 @@ def test_site_in_a_headless_browser(toy_registry: dict, tmp_path: Path, capsys: 
         for p in pages:
             page.goto(p.as_uri())
             assert page.title() != "pwned"
-            for src, ok in page.eval_on_selector_all("img", "els => els.map(e => [e.src, e.complete && e.naturalWidth > 0])"):
+            images = page.eval_on_selector_all("img", "els => els.map(e => [e.src, e.complete && e.naturalWidth > 0])")
+            for src, ok in images:
                 if not ok:
                     broken.append(f"{p.name}: image {src}")
             for href in page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)"):

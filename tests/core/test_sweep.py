@@ -74,7 +74,7 @@ import sys
 from icml2026.cli import main
 sys.exit(main(["sweep", "%s", "--seeds", "0-" + sys.argv[2], "--set", "d_max=8", "--executor", "local",
                "--workers", "1", "--out", sys.argv[1]]))
-""" % NAME
+""".replace("%s", NAME)
 
 
 @pytest.mark.timeout(900)

@@ -232,7 +232,7 @@ def config(cls: C) -> C:
     cls.__post_init__ = __post_init__  # type: ignore[attr-defined]
     setattr(cls, _MARK, True)
     if "__dataclass_fields__" not in cls.__dict__:
-        cls = dataclass(frozen=True)(cls)
+        return cast(C, dataclass(frozen=True)(cls))
     return cls
 
 

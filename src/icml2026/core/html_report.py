@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .aggregate import summarize
-from .report import RunRecord, Skipped, _fmt, _is_real_dir, _is_regular_file, _num, _PRESET_ORDER, collect_runs
+from .report import _PRESET_ORDER, RunRecord, Skipped, _fmt, _is_real_dir, _is_regular_file, _num, collect_runs
 
 __all__ = ["write_site"]
 

@@ -543,8 +543,8 @@ def write_index(runs: Path, reports: Path, *, log: Any = None) -> Path:
     out = log if log is not None else sys.stderr
     for s in skipped:
         print(f"icml2026 report: skipped {s.path}: {s.reason}", file=out)
-    for p, n in notes:
-        print(f"icml2026 report: {p}: {n}", file=out)
+    for folder, note in notes:
+        print(f"icml2026 report: {folder}: {note}", file=out)
     return index
 
 

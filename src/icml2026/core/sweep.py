@@ -60,7 +60,8 @@ def expand_grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
 def plan_tasks(names: list[str], preset: str, seeds: list[int], combos: list[dict[str, Any]], out: Path,
                n_threads: int = 1) -> list[SweepTask]:
     """The runs of the sweep, in a fixed order: experiment, override combination, seed."""
-    return [SweepTask(n, preset, s, tuple(c.items()), str(out), n_threads) for n in names for c in combos for s in seeds]
+    return [SweepTask(n, preset, s, tuple(c.items()), str(out), n_threads)
+            for n in names for c in combos for s in seeds]
 
 
 def is_done(task: SweepTask) -> bool:

@@ -95,10 +95,11 @@ def positive_int(x: Any, name: str, *, minimum: int = 1, maximum: int | None = N
     """An int >= ``minimum`` (and <= ``maximum``); bools and floats are refused."""
     if isinstance(x, bool) or not isinstance(x, numbers.Integral):
         raise ValueError(f"{name}: expected an integer, got {x!r}")
+    x = int(x)
     if x < minimum or (maximum is not None and x > maximum):
         hi = "" if maximum is None else f" and <= {maximum}"
         raise ValueError(f"{name}: must be >= {minimum}{hi}, got {x}")
-    return int(x)
+    return x
 
 
 def finite_number(x: Any, name: str, *, lo: float | None = None, hi: float | None = None,
