@@ -299,9 +299,9 @@ def random_edits(
     executable on the sequence produced by the previous ones. DELETE/REPLACE on an empty sequence become
     INSERT; a REPLACE always changes the token."""
     cur, _ = _as_tokens(seq, "seq")
-    alpha = list(alphabet)
+    alpha = list(dict.fromkeys(alphabet))
     if len(alpha) < 2:
-        raise ValueError("alphabet: needs at least two tokens")
+        raise ValueError("alphabet: needs at least two distinct tokens")
     if isinstance(n_edits, bool) or not isinstance(n_edits, (int, np.integer)) or n_edits < 0:
         raise ValueError(f"n_edits = {n_edits!r}: must be a non-negative integer")
     w = np.asarray(op_weights, dtype=float)

@@ -47,6 +47,7 @@ class ProteinConfig:
     n_eval_train_sources: int = param(20, 1, 200, help="training sources also evaluated (the paper's WT setting)")
     n_samples: int = param(100, 1, 1000, help="samples per source (paper: N = 100)")
     eval_temperature: float = param(1.0, 0.05, 5.0, help="brief: T = 1.0")
+    family: Literal["gpt2", "llama"] = "gpt2"
     d_model: int = param(128, 8, 512)
     n_layers: int = param(4, 1, 12)
     n_heads: int = param(4, 1, 16)
@@ -85,7 +86,7 @@ def _protein_seed(cfg: ProteinConfig, rng: np.random.Generator) -> dict[str, flo
                              targets_per_source=cfg.targets_per_source, true_improve_frac=cfg.true_improve_frac)
     vocab = EditVocab(AMINO_ACIDS, n_positions=64)
     pairs = [(s, t, None) for s in task.train_sources for t in task.targets[s]]
-    pcfg = PolicyConfig(cfg.d_model, cfg.n_layers, cfg.n_heads, max_len=2 * cfg.length + 48)
+    pcfg = PolicyConfig(cfg.family, cfg.d_model, cfg.n_layers, cfg.n_heads, max_len=2 * cfg.length + 48)
     max_new = cfg.length + 40
     scfg = SFTConfig(n_steps=cfg.sft_steps, batch_size=cfg.sft_batch, lr=cfg.sft_lr)
     timings: dict[str, float] = {}
@@ -163,10 +164,15 @@ def _aggregate(per_seed: list[dict[str, Any]]) -> tuple[dict[str, float], dict[s
         "smoke": ProteinConfig(n_seeds=1, length=12, n_train_sources=8, n_test_sources=2, targets_per_source=4,
                                n_eval_train_sources=2, n_samples=8, d_model=32, n_layers=1, n_heads=2,
                                sft_steps=10, sft_batch=16, rl_steps=2, rl_prompts=2, group_size=4),
-        "quick": ProteinConfig(n_seeds=3, length=16, n_train_sources=40, n_test_sources=8, targets_per_source=10,
+        "quick": ProteinConfig(n_seeds=1, length=16, n_train_sources=40, n_test_sources=8, targets_per_source=10,
                                n_eval_train_sources=8, n_samples=32, d_model=64, n_layers=2, n_heads=4,
-                               sft_steps=150, sft_batch=32, sft_lr=2e-3, rl_steps=25, rl_prompts=8,
-                               group_size=8, rl_lr=2e-4),
+                               sft_steps=150, sft_batch=32, sft_lr=2e-3, rl_steps=20, rl_prompts=8,
+                               group_size=8, rl_lr=3e-4),
+        # the scale of the card's headline table (3 seeds, ~1 h on a shared 2-core CPU)
+        "card": ProteinConfig(n_seeds=3, length=16, n_train_sources=100, n_test_sources=10, targets_per_source=10,
+                              n_eval_train_sources=10, n_samples=32, d_model=64, n_layers=2, n_heads=4,
+                              sft_steps=1000, sft_batch=32, sft_lr=5e-3, rl_steps=40, rl_prompts=8,
+                              group_size=8, rl_lr=3e-4),
         "full": ProteinConfig(),
     },
 )
@@ -208,6 +214,7 @@ class MoleculeConfig:
     n_train: int = param(20000, 10, 200000, help="training (source, instruction, target) triples")
     n_test: int = param(500, 1, 5000, help="brief: 500 held-out (molecule, instruction) prompts")
     max_edit_distance: int = param(8, 1, 30)
+    family: Literal["gpt2", "llama"] = "gpt2"
     d_model: int = param(128, 8, 512)
     n_layers: int = param(4, 1, 12)
     n_heads: int = param(4, 1, 16)
@@ -242,7 +249,7 @@ def _molecule_seed(cfg: MoleculeConfig, rng: np.random.Generator) -> dict[str, A
     pairs = [(tokenize_smiles(e.src), tokenize_smiles(e.tgt), e.instruction) for e in task.train]
     longest_src = max(max(len(p[0]) for p in pairs), max(len(tokenize_smiles(s)) for s, _ in task.test_prompts))
     max_new = 2 + 5 * cfg.max_edit_distance + longest_src + cfg.max_edit_distance + 2
-    pcfg = PolicyConfig(cfg.d_model, cfg.n_layers, cfg.n_heads, max_len=longest_src + 4 + max_new)
+    pcfg = PolicyConfig(cfg.family, cfg.d_model, cfg.n_layers, cfg.n_heads, max_len=longest_src + 4 + max_new)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     sft_model = build_policy(vocab, pcfg, torch_generator(r_sft))
@@ -302,6 +309,9 @@ def _molecule_seed(cfg: MoleculeConfig, rng: np.random.Generator) -> dict[str, A
         "quick": MoleculeConfig(n_seeds=3, n_scaffolds=3, n_train=1500, n_test=100, d_model=64, n_layers=2,
                                 n_heads=4, sft_steps=150, sft_batch=32, sft_lr=2e-3, rl_steps=20, rl_prompts=8,
                                 group_size=8, rl_lr=2e-4),
+        "card": MoleculeConfig(n_seeds=3, n_scaffolds=6, n_train=8000, n_test=200, d_model=64, n_layers=2,
+                               n_heads=4, sft_steps=1500, sft_batch=32, sft_lr=5e-3, rl_steps=40, rl_prompts=8,
+                               group_size=8, rl_lr=3e-4),
         "full": MoleculeConfig(),
     },
 )

@@ -167,8 +167,10 @@ class EditVocab:
 
 @dataclass(frozen=True)
 class PolicyConfig:
-    """Shape of the policy (brief: 4 layers, d = 128, 4 heads, learned positions, ~1M parameters)."""
+    """Shape of the policy (brief: 4 layers, d = 128, 4 heads, learned positions, ~1M parameters).
+    ``family``: ``gpt2`` (learned absolute positions, the brief's) or ``llama`` (rotary positions)."""
 
+    family: str = "gpt2"
     d_model: int = 128
     n_layers: int = 4
     n_heads: int = 4
@@ -176,9 +178,9 @@ class PolicyConfig:
 
 
 def build_policy(vocab: EditVocab, cfg: PolicyConfig, generator: torch.Generator) -> Any:
-    """A fresh GPT-2 class causal LM (``transformers.GPT2LMHeadModel`` from a config) over ``vocab``."""
+    """A fresh causal LM (``transformers.GPT2LMHeadModel`` or ``LlamaForCausalLM`` from a config) over ``vocab``."""
     model = build_tiny_causal_lm(
-        TinyLMConfig(family="gpt2", d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads,
+        TinyLMConfig(family=cfg.family, d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads,
                      max_len=cfg.max_len), vocab, generator)
     model.eval()
     return model
