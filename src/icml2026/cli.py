@@ -74,6 +74,8 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="override one config field, typed by the preset's config (repeatable)")
     r.add_argument("--out", type=Path, default=Path("runs"), help="folder for run folders (default: runs)")
     r.add_argument("--threads", default="1", help="torch and BLAS thread count (default: 1)")
+    r.add_argument("--device", default=None,
+                   help="cpu, cuda, cuda:<n>, mps: where torch experiments with a 'device' field run")
     sw = sub.add_parser("sweep", parents=[common],
                         help="run a grid of seeds and overrides through Ray or a process pool")
     sw.add_argument("names", nargs="+", metavar="NAME", help="<slug>.<experiment>, or <slug>")
@@ -209,6 +211,20 @@ def _parse_seeds(raw: str) -> list[int]:
     return list(dict.fromkeys(seeds))
 
 
+def _device_override(base: Any, device: str, exp_name: str) -> dict[str, Any]:
+    from .core.device import check_device_name
+
+    try:
+        check_device_name(device)
+    except ValueError as exc:
+        raise BadInput(f"--device: {exc}") from None
+    if "device" not in {f.name for f in dataclasses.fields(base)}:
+        if device == "cpu":
+            return {}
+        raise BadInput(f"--device {device}: {exp_name} has no device option (it runs on the CPU only)")
+    return {"device": device}
+
+
 def _one_line(exc: BaseException, limit: int = 400) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -337,6 +353,8 @@ def _plan(args: argparse.Namespace) -> tuple[list[tuple[Any, Any, dict[str, Any]
             raise BadInput(f"{e.name} has no preset {args.preset!r}; presets: {', '.join(e.presets)}")
         base = e.presets[args.preset]
         changes = parse_overrides(type(base), args.overrides, e.name)
+        if args.device is not None:
+            changes = {**changes, **_device_override(base, args.device, e.name)}
         plan.append((e, build_config(base, changes, e.name), changes))
     return plan, broken
 

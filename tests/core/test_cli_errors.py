@@ -173,3 +173,32 @@ def test_unreadable_experiments_source_is_a_clear_error(tmp_path: Path, monkeypa
     monkeypatch.setattr(papers, "__path__", [*papers.__path__, str(tmp_path)])
     with pytest.raises(cat.CatalogError, match="string literal"):
         cat.catalog()
+
+
+def test_device_option(toy_registry: dict, tmp_path: Path, capsys: pytest.CaptureFixture,
+                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from icml2026.core.config import config, param
+    from icml2026.core.device import resolve_device
+    from icml2026.core.outcome import Check, Outcome
+
+    @config
+    class DeviceConfig:
+        n: int = param(2, 1, 10)
+        device: str = "cpu"
+
+    def on_device(cfg: DeviceConfig, rng: object) -> Outcome:
+        import torch
+
+        x = torch.ones(cfg.n, device=resolve_device(cfg.device))
+        return Outcome(metrics={"shape": float(x.shape[0])}, checks=[Check("n", float(x.shape[0]), "== 2")])
+
+    registry.experiment("toy.device", claim="c", presets={"quick": DeviceConfig(), "full": DeviceConfig()})(on_device)
+    assert main(["run", "toy.device", "--device", "meta", "--out", str(tmp_path)]) == 0  # shapes only
+    assert main(["run", "toy.passes", "--device", "cuda", "--out", str(tmp_path)]) == 2
+    assert "has no device option" in capsys.readouterr().err
+    assert main(["run", "toy.device", "--device", "gpu9", "--out", str(tmp_path)]) == 2
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(["run", "toy.device", "--device", "cuda", "--out", str(tmp_path)]) == 3
+    assert "CUDA" in capsys.readouterr().err
