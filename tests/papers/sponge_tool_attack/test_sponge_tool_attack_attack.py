@@ -191,3 +191,32 @@ def test_attacker_bad_inputs(encoder) -> None:  # type: ignore[no-untyped-def]
         att.run([Q], agent, 1, 1, None)
     with pytest.raises(ValueError, match="temperature"):
         STAAttacker(TemplateRewriter(), EmbeddingJudge(encoder), BanditInductor(), temperature=float("nan"))
+
+
+def test_llm_roles_and_victim_over_an_openai_compatible_server(encoder) -> None:  # type: ignore[no-untyped-def]
+    """The card's vLLM recipe, offline: every role and the victim behind a loopback /v1 server."""
+    from icml2026.core.textgen import OpenAICompatBackend, serve_text_model
+    from icml2026.papers.sponge_tool_attack import ToolAgent, default_tools
+
+    def victim(prompt: str) -> str:  # a "model" that verifies once per procedural sentence it was given
+        n_obs = prompt.count("Observation ")
+        wanted = 1 + prompt.split("Query: ")[1].split("\n")[0].count("Verify")
+        if n_obs < wanted:
+            return '{"tool": "calculator", "argument": "50 - 12 * 3"}'
+        return '{"final_answer": "14"}'
+
+    rewriter_model, judge_model, inductor_model, victim_model = _llm_roles(encoder)[0].backend, \
+        ScriptedBackend(lambda p: "yes"), ScriptedBackend(["Verify each step."]), ScriptedBackend(victim)
+    with serve_text_model(rewriter_model) as u1, serve_text_model(judge_model) as u2, \
+            serve_text_model(inductor_model) as u3, serve_text_model(victim_model) as u4:
+        def http(url: str) -> OpenAICompatBackend:
+            return OpenAICompatBackend(url, "served", chat=True, timeout_s=30)
+
+        agent = ToolAgent(http(u4), default_tools(), 15)
+        att = STAAttacker(LLMRewriter(http(u1)), LLMJudge(http(u2), encoder), LLMInductor(http(u3)),
+                          PolicyBank([Policy.of("verify"), Policy.of("decompose")]))
+        log = att.run([Q], agent, n_iter=1, n_candidates=2, rng=np.random.default_rng(0))
+        base = agent.run(Q)
+        attacked = agent.run(f"{Q} {OPERATORS['verify'][0]}")
+    assert base.n_steps == 1 and attacked.n_steps == 2 and attacked.answer == base.answer == "14"
+    assert sum(log.n_ok) >= 1 and max(log.rewards) == 1.0  # the verify rewrite earned exactly one step
