@@ -18,8 +18,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .aggregate import summarize
-from .report import _PRESET_ORDER, RunRecord, Skipped, _fmt, _is_real_dir, _is_regular_file, _num, collect_runs
+from .report import (
+    GroupKey,
+    RunRecord,
+    Skipped,
+    _fmt,
+    _is_real_dir,
+    _is_regular_file,
+    check_summaries,
+    collect_runs,
+    group_runs,
+    metric_summaries,
+)
 
 __all__ = ["write_site"]
 
@@ -49,7 +59,7 @@ def _slug_page(slug: str) -> str:
     return f"paper-{slug}.html"
 
 
-def _group_page(key: tuple[str, int, str, str]) -> str:
+def _group_page(key: GroupKey) -> str:
     exp, _, preset, h = key
     return f"exp-{exp}-{preset}" + (f"-{h}" if h else "") + ".html"
 
@@ -88,21 +98,6 @@ def _mark(k: int, n: int) -> str:
     return f'<span class="some">{k}/{n}</span>'
 
 
-def _check_rows(group: list[RunRecord]) -> list[dict[str, Any]]:
-    names: list[str] = []
-    for r in group:
-        names += [c["name"] for c in r.results["checks"] if c["name"] not in names]
-    rows = []
-    for name in names:
-        cs = [(r.seed, c) for r in group for c in r.checks if c["name"] == name]
-        s = summarize([_num(c["value"]) for _, c in cs])
-        rows.append({"name": name, "target": cs[0][1]["target"], "summary": s,
-                     "passed": sum(c["passed"] for _, c in cs), "n": len(cs),
-                     "failed": [seed for seed, c in cs if not c["passed"]],
-                     "paper": next((c.get("paper") for _, c in cs if c.get("paper")), None)})
-    return rows
-
-
 def _value(s: dict[str, Any], n: int) -> str:
     if n == 1:
         return _e(_fmt(s["mean"]))
@@ -110,7 +105,7 @@ def _value(s: dict[str, Any], n: int) -> str:
             f"{_e(_fmt(s['ci95'][1]))}]</small>")
 
 
-def _group_body(key: tuple[str, int, str, str], group: list[RunRecord], figs: dict[tuple[str, str], list[str]]) -> str:
+def _group_body(key: GroupKey, group: list[RunRecord], figs: dict[tuple[str, str], list[str]]) -> str:
     first = group[0]
     exp = key[0]
     slug = exp.split(".", 1)[0]
@@ -123,18 +118,14 @@ def _group_body(key: tuple[str, int, str, str], group: list[RunRecord], figs: di
                      + "</p>")
     parts.append("<h2>Checks</h2><table><tr><th>check</th><th>ours</th><th>target</th><th>paper</th>"
                  "<th>passed</th><th>failed on seeds</th></tr>")
-    for row in _check_rows(group):
+    for row in check_summaries(group):
         parts.append(f"<tr><td>{_e(row['name'])}</td><td>{_value(row['summary'], row['n'])}</td>"
                      f"<td><code>{_e(row['target'])}</code></td><td>{_e(_fmt(row['paper']))}</td>"
                      f"<td>{_mark(row['passed'], row['n'])}</td>"
                      f"<td>{_e(', '.join(map(str, row['failed'])) or '-')}</td></tr>")
     parts.append("</table><h2>Metrics</h2><table><tr><th>metric</th><th>mean ± sd</th><th>min</th><th>max</th>"
                  "<th>n</th></tr>")
-    metrics: list[str] = []
-    for r in group:
-        metrics += [k for k in r.results["metrics"] if k not in metrics]
-    for k in metrics:
-        s = summarize([_num(r.results["metrics"][k]) for r in group if k in r.results["metrics"]])
+    for k, s in metric_summaries(group).items():
         parts.append(f"<tr><td>{_e(k)}</td><td>{_value(s, s['n'])}</td><td>{_e(_fmt(s['min']))}</td>"
                      f"<td>{_e(_fmt(s['max']))}</td><td>{s['n']}</td></tr>")
     parts.append("</table><h2>Config</h2><table><tr><th>key</th><th>value</th></tr>")
@@ -170,23 +161,19 @@ def write_site(runs: Path, out: Path) -> tuple[Path, list[Skipped]]:
                     figs.setdefault((r.experiment, r.folder.name), []).append(rel)
                 else:
                     skipped.append(Skipped(src, "figure is missing or not a regular file (links are not followed)"))
-        groups: dict[tuple[str, int, str, str], list[RunRecord]] = {}
-        for r in records:
-            groups.setdefault((r.experiment, _PRESET_ORDER.get(r.preset, 9), r.preset, r.overrides_hash or ""),
-                              []).append(r)
+        groups = group_runs(records)
         cards = _cards()
         slugs = sorted(set(cards) | {k[0].split(".", 1)[0] for k in groups})
         known = {"index.html", *(_slug_page(s) for s in slugs)}
         rows = []
-        for key in sorted(groups):
-            group = sorted(groups[key], key=lambda r: r.seed)
+        for key, group in groups.items():
             page = _group_page(key)
             (tmp / page).write_text(_page(key[0], _group_body(key, group, figs)), encoding="utf-8")
             k, n = sum(r.passed for r in group), len(group)
             checks = "<br>".join(f"{_mark(c['passed'], c['n'])} {_e(c['name'])} = {_value(c['summary'], c['n'])} "
                                  f"(<code>{_e(c['target'])}</code>)"
                                  + (f" [paper: {_e(_fmt(c['paper']))}]" if c["paper"] else "")
-                                 for c in _check_rows(group))
+                                 for c in check_summaries(group))
             slug = key[0].split(".", 1)[0]
             preset = _e(key[2]) + (f" <small>(overrides {_e(key[3])})</small>" if key[3] else "")
             rows.append(f"<tr><td><a href=\"{_slug_page(slug)}\">{_e(slug)}</a></td><td><a href=\"{page}\">"
@@ -194,7 +181,7 @@ def write_site(runs: Path, out: Path) -> tuple[Path, list[Skipped]]:
                         f"<td>{_e(', '.join(str(r.seed) for r in group))}</td>"
                         f"<td>{_e(group[0].results['claim'])}</td><td>{checks}</td><td>{_mark(k, n)}</td></tr>")
         for slug in slugs:
-            exps = [key for key in sorted(groups) if key[0].split(".", 1)[0] == slug]
+            exps = [key for key in groups if key[0].split(".", 1)[0] == slug]
             body = [f"<h1>{_e(slug)}</h1>", "<h2>Experiments</h2><ul>"]
             body += [f"<li><a href=\"{_group_page(key)}\">{_e(key[0])} ({_e(key[2])}"
                      + (f", overrides {_e(key[3])}" if key[3] else "") + f", {len(groups[key])} seed(s))</a></li>"

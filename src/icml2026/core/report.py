@@ -25,7 +25,6 @@ import math
 import os
 import shutil
 import stat
-import statistics
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -44,6 +43,9 @@ __all__ = [
     "collect_runs",
     "collect_latest_runs",
     "write_index",
+    "group_runs",
+    "check_summaries",
+    "metric_summaries",
 ]
 
 _FIGURE_RE = __import__("re").compile(r"^[A-Za-z0-9_.-]+\.png$")
@@ -365,40 +367,60 @@ def _swap_in(tmp: Path, dest: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _stats(values: list[float]) -> tuple[float, float]:
-    finite = [v for v in values if math.isfinite(v)]
-    if not finite:
-        return float("nan"), float("nan")
-    mean = statistics.fmean(finite)
-    sd = statistics.stdev(finite) if len(finite) > 1 else 0.0
-    return mean, sd
+GroupKey = tuple[str, int, str, str]  # experiment, preset rank, preset, overrides hash ("" for none)
 
 
-def _group_key(r: RunRecord) -> tuple[str, int, str, str]:
-    return (r.experiment, _PRESET_ORDER.get(r.preset, 9), r.preset, r.overrides_hash or "")
+def group_runs(records: list[RunRecord]) -> dict[GroupKey, list[RunRecord]]:
+    """Runs of one experiment, preset and override set, by key (sorted), each group sorted by seed."""
+    groups: dict[GroupKey, list[RunRecord]] = {}
+    for r in records:
+        key = (r.experiment, _PRESET_ORDER.get(r.preset, 9), r.preset, r.overrides_hash or "")
+        groups.setdefault(key, []).append(r)
+    return {k: sorted(groups[k], key=lambda r: r.seed) for k in sorted(groups)}
 
 
-def _checks_cell(group: list[RunRecord]) -> str:
+def aggregate_page(key: GroupKey) -> str:
+    """File name of the aggregate page of a group of several seeds."""
+    return f"aggregate-{key[2]}" + (f"-{key[3]}" if key[3] else "") + ".md"
+
+
+def check_summaries(group: list[RunRecord]) -> list[dict[str, Any]]:
+    """Each check of the group over its seeds: target, summary (mean, sd, ci95, ...), pass count, failed seeds."""
+    from .aggregate import summarize
+
     names: list[str] = []
     for r in group:
         names += [c["name"] for c in r.results["checks"] if c["name"] not in names]
-    parts = []
-    n = len(group)
+    rows = []
     for name in names:
-        rows = [c for r in group for c in r.checks if c["name"] == name]
-        vals = [_num(c["value"]) for c in rows]
-        k = sum(c["passed"] for c in rows)
+        cs = [(r.seed, c) for r in group for c in r.checks if c["name"] == name]
+        rows.append({"name": name, "target": cs[0][1]["target"],
+                     "summary": summarize([_num(c["value"]) for _, c in cs]),
+                     "passed": sum(c["passed"] for _, c in cs), "n": len(cs),
+                     "failed": [seed for seed, c in cs if not c["passed"]],
+                     "paper": next((c.get("paper") for _, c in cs if c.get("paper")), None)})
+    return rows
+
+
+def metric_summaries(group: list[RunRecord]) -> dict[str, dict[str, Any]]:
+    """Each metric of the group over its seeds (mean, sd, min, max, n, ci95)."""
+    from .aggregate import summarize
+
+    names: list[str] = []
+    for r in group:
+        names += [k for k in r.results["metrics"] if k not in names]
+    return {k: summarize([_num(r.results["metrics"][k]) for r in group if k in r.results["metrics"]]) for k in names}
+
+
+def _checks_cell(group: list[RunRecord]) -> str:
+    parts = []
+    for c in check_summaries(group):
+        k, n, s = c["passed"], c["n"], c["summary"]
         mark = "✅" if k == n else ("❌" if k == 0 else "⚠️")
-        target = rows[0]["target"]
-        paper = next((c.get("paper") for c in rows if c.get("paper")), None)
-        if n == 1:
-            value = _fmt(vals[0])
-        else:
-            mean, sd = _stats(vals)
-            value = f"{_fmt(mean)} ± {_fmt(sd)}"
-        tail = f" [{_fmt(paper)}]" if paper else ""
+        value = _fmt(s["mean"]) if n == 1 else f"{_fmt(s['mean'])} ± {_fmt(s['sd'])}"
+        tail = f" [{_fmt(c['paper'])}]" if c["paper"] else ""
         count = f", {k}/{n} seeds" if n > 1 else ""
-        parts.append(f"{mark} {md(name)} = {value} ({md(target)}{count}){tail}")
+        parts.append(f"{mark} {md(c['name'])} = {value} ({md(c['target'])}{count}){tail}")
     return "<br>".join(parts) if parts else "(no checks)"
 
 
@@ -410,30 +432,14 @@ def _aggregate_md(group: list[RunRecord]) -> str:
     if over:
         lines += ["**Overrides:** " + ", ".join(f"{md(k)}={_fmt(v)}" for k, v in over.items()), ""]
     lines += ["Seeds: " + ", ".join(f"[{r.seed}]({r.folder.name}/report.md)" for r in group), "", "## Checks", ""]
-    names: list[str] = []
-    for r in group:
-        names += [c["name"] for c in r.results["checks"] if c["name"] not in names]
-    rows = []
-    for name in names:
-        cs = [(r.seed, c) for r in group for c in r.checks if c["name"] == name]
-        mean, sd = _stats([_num(c["value"]) for _, c in cs])
-        rows.append({"check": name, "target": cs[0][1]["target"], "mean": mean, "sd": sd, "n": len(cs),
-                     "passed": f"{sum(c['passed'] for _, c in cs)}/{len(cs)}",
-                     "failed on seeds": ", ".join(str(s) for s, c in cs if not c["passed"]) or "-",
-                     "paper": next((c.get("paper") for _, c in cs if c.get("paper")), None)})
-    lines += _table(rows)
+    lines += _table([{"check": c["name"], "target": c["target"], "mean": c["summary"]["mean"],
+                      "sd": c["summary"]["sd"], "n": c["n"], "passed": f"{c['passed']}/{c['n']}",
+                      "failed on seeds": ", ".join(map(str, c["failed"])) or "-", "paper": c["paper"]}
+                     for c in check_summaries(group)])
     lines += ["", "## Metrics", ""]
-    metrics: list[str] = []
-    for r in group:
-        metrics += [k for k in r.results["metrics"] if k not in metrics]
-    mrows = []
-    from .aggregate import summarize
-
-    for k in metrics:
-        s = summarize([_num(r.results["metrics"][k]) for r in group if k in r.results["metrics"]])
-        mrows.append({"metric": k, "mean": s["mean"], "sd": s["sd"], "95% CI (bootstrap)":
-                      f"[{_fmt(s['ci95'][0])}, {_fmt(s['ci95'][1])}]", "min": s["min"], "max": s["max"], "n": s["n"]})
-    lines += _table(mrows)
+    lines += _table([{"metric": k, "mean": s["mean"], "sd": s["sd"],
+                      "95% CI (bootstrap)": f"[{_fmt(s['ci95'][0])}, {_fmt(s['ci95'][1])}]",
+                      "min": s["min"], "max": s["max"], "n": s["n"]} for k, s in metric_summaries(group).items()])
     return "\n".join(lines) + "\n"
 
 
@@ -481,13 +487,9 @@ def write_index(runs: Path, reports: Path, *, log: Any = None) -> Path:
             os.chmod(tmp, 0o777 & ~_umask())
             for r in recs:
                 _copy_run(r, tmp / r.folder.name, skipped)
-            groups: dict[tuple[str, int, str, str], list[RunRecord]] = {}
-            for r in recs:
-                groups.setdefault(_group_key(r), []).append(r)
-            for key, group in groups.items():
+            for key, group in group_runs(recs).items():
                 if len(group) > 1:
-                    name = f"aggregate-{key[2]}" + (f"-{key[3]}" if key[3] else "") + ".md"
-                    (tmp / name).write_text(_aggregate_md(sorted(group, key=lambda r: r.seed)), encoding="utf-8")
+                    (tmp / aggregate_page(key)).write_text(_aggregate_md(group), encoding="utf-8")
             _swap_in(tmp, reports / exp)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -503,20 +505,16 @@ def write_index(runs: Path, reports: Path, *, log: Any = None) -> Path:
         "| paper | experiment | preset | seeds | claim | checks: ours (target) [paper] | verdict |",
         "|---|---|---|---|---|---|---|",
     ]
-    groups_all: dict[tuple[str, int, str, str], list[RunRecord]] = {}
-    for r in records:
-        groups_all.setdefault(_group_key(r), []).append(r)
+    groups_all = group_runs(records)
     n_pass = 0
-    for key in sorted(groups_all):
-        group = sorted(groups_all[key], key=lambda r: r.seed)
+    for key, group in groups_all.items():
         exp = key[0]
         slug, short = exp.split(".", 1)
         preset = md(key[2]) + (f" (overrides {key[3]})" if key[3] else "")
         if len(group) == 1:
             link = f"[{md(short)}]({exp}/{group[0].folder.name}/report.md)"
         else:
-            agg = f"aggregate-{key[2]}" + (f"-{key[3]}" if key[3] else "") + ".md"
-            link = f"[{md(short)}]({exp}/{agg})"
+            link = f"[{md(short)}]({exp}/{aggregate_page(key)})"
         seeds = ", ".join(str(r.seed) for r in group)
         k = sum(r.passed for r in group)
         n = len(group)
