@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from .encoding import ObsNormalizer
-from .policy import DWCPolicy
+from .policy import DWCPolicy, check_action_affine
 
 __all__ = ["LOG_STD_MIN", "LOG_STD_MAX", "MLPActor", "QuantMLPActor", "DWCActor", "squash_log_std"]
 
@@ -31,9 +31,16 @@ def check_bit_width(name: str, value: object) -> None:
 
 
 def _check_obs(obs: np.ndarray | torch.Tensor, obs_dim: int) -> torch.Tensor:
-    x = torch.as_tensor(np.asarray(obs, dtype=np.float64))
+    if isinstance(obs, torch.Tensor):
+        obs = obs.detach().cpu().numpy()
+    try:
+        x = torch.as_tensor(np.asarray(obs, dtype=np.float64))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"observation: cannot be read as an array of numbers: {exc}") from None
     if x.ndim not in (1, 2) or x.shape[-1] != obs_dim:
         raise ValueError(f"observation must have shape ({obs_dim},) or (batch, {obs_dim}), got {tuple(x.shape)}")
+    if x.shape[0] == 0:
+        raise ValueError(f"observation: empty batch, shape {tuple(x.shape)}")
     if not torch.isfinite(x).all():
         raise ValueError("observation contains NaN or inf")
     return x.reshape(-1, obs_dim)
@@ -48,15 +55,17 @@ class MLPActor(nn.Module):
     def __init__(self, obs_dim: int, act_dim: int, hidden: int = 256, action_scale: np.ndarray | float = 1.0,
                  action_bias: np.ndarray | float = 0.0, generator: torch.Generator | None = None) -> None:
         super().__init__()
+        for name, v in (("obs_dim", obs_dim), ("act_dim", act_dim), ("hidden", hidden)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        scale_arr, bias_arr = check_action_affine(action_scale, action_bias, int(act_dim))
         self.obs_dim, self.act_dim = obs_dim, act_dim
         self.normalizer = ObsNormalizer(obs_dim)
         self.fc1, self.fc2 = nn.Linear(obs_dim, hidden), nn.Linear(hidden, hidden)
         self.fc_mean, self.fc_logstd = nn.Linear(hidden, act_dim), nn.Linear(hidden, act_dim)
         _reinit(self, generator)
-        self.register_buffer("action_scale", torch.as_tensor(np.broadcast_to(action_scale, (act_dim,)).copy(),
-                                                             dtype=torch.float32))
-        self.register_buffer("action_bias", torch.as_tensor(np.broadcast_to(action_bias, (act_dim,)).copy(),
-                                                            dtype=torch.float32))
+        self.register_buffer("action_scale", torch.as_tensor(scale_arr, dtype=torch.float32))
+        self.register_buffer("action_bias", torch.as_tensor(bias_arr, dtype=torch.float32))
 
     def dist_params(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Pre-tanh mean and log-std, each (batch, act_dim)."""
@@ -124,6 +133,10 @@ class DWCActor(nn.Module):
 
     def __init__(self, policy: DWCPolicy, side_hidden: int = 64, generator: torch.Generator | None = None) -> None:
         super().__init__()
+        if not isinstance(policy, DWCPolicy):
+            raise ValueError(f"policy: expected a DWCPolicy, got {type(policy).__name__}")
+        if isinstance(side_hidden, bool) or not isinstance(side_hidden, int) or side_hidden < 1:
+            raise ValueError(f"side_hidden must be a positive int, got {side_hidden!r}")
         self.policy = policy
         self.obs_dim, self.act_dim = policy.obs_dim, policy.act_dim
         self.side = nn.Sequential(nn.Linear(policy.obs_dim, side_hidden), nn.Tanh(), nn.Linear(side_hidden,

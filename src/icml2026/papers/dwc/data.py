@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import solve_continuous_are
 
+from icml2026.core.validate import as_array, finite_number, positive_int
+
 __all__ = ["ControlLaw", "lqr_cartpole_law", "sample_states"]
 
 
@@ -20,7 +22,10 @@ class ControlLaw:
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """Actions (batch, act_dim) for states (batch, obs_dim)."""
-        return self.scale * np.tanh(-(np.asarray(x) @ self.gain.T) / self.scale)
+        x = as_array(x, "x", ndim=2)
+        if x.shape[1] != self.gain.shape[1]:
+            raise ValueError(f"x: expected shape (batch, {self.gain.shape[1]}), got {x.shape}")
+        return self.scale * np.tanh(-(x @ self.gain.T) / self.scale)
 
 
 def lqr_cartpole_law(scale: float = 3.0) -> ControlLaw:
@@ -28,6 +33,7 @@ def lqr_cartpole_law(scale: float = 3.0) -> ControlLaw:
 
     State ``(x, theta, x_dot, theta_dot)`` as in gymnasium's InvertedPendulum; Q = I, R = 1.
     """
+    scale = finite_number(scale, "scale", lo=0.0, lo_open=True)
     m_c, m_p, ell, grav = 1.0, 0.1, 0.5, 9.81
     a = np.zeros((4, 4))
     a[0, 2] = a[1, 3] = 1.0
@@ -41,4 +47,5 @@ def lqr_cartpole_law(scale: float = 3.0) -> ControlLaw:
 
 def sample_states(law: ControlLaw, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` states (n, obs_dim) drawn from N(0, diag(state_std^2))."""
+    n = positive_int(n, "n")
     return rng.normal(size=(n, law.gain.shape[1])) * law.state_std

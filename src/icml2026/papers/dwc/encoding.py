@@ -57,6 +57,12 @@ def thermometer_encode(x_hat: torch.Tensor, thresholds: torch.Tensor) -> torch.T
     -------
     torch.Tensor, (batch, obs_dim * B), bool.
     """
+    if x_hat.ndim != 2:
+        raise ValueError(f"x_hat: expected shape (batch, obs_dim), got {tuple(x_hat.shape)}")
+    if thresholds.ndim != 1 or thresholds.numel() < 1:
+        raise ValueError(f"thresholds: expected shape (B,), got {tuple(thresholds.shape)}")
+    if not bool(torch.isfinite(x_hat).all()):
+        raise ValueError("x_hat: contains NaN or inf (a NaN compares False with every threshold)")
     bits = x_hat.unsqueeze(-1) > thresholds.to(x_hat.dtype)
     return bits.reshape(x_hat.shape[0], -1)
 
@@ -73,6 +79,8 @@ class ObsNormalizer(nn.Module):
 
     def __init__(self, obs_dim: int) -> None:
         super().__init__()
+        if isinstance(obs_dim, bool) or not isinstance(obs_dim, (int, np.integer)) or obs_dim < 1:
+            raise ValueError(f"obs_dim must be a positive int, got {obs_dim!r}")
         self.obs_dim = int(obs_dim)
         self.register_buffer("mean", torch.zeros(obs_dim, dtype=torch.float64))
         self.register_buffer("var", torch.ones(obs_dim, dtype=torch.float64))
@@ -81,7 +89,19 @@ class ObsNormalizer(nn.Module):
     @torch.no_grad()
     def update(self, x: torch.Tensor | np.ndarray) -> None:
         """Chan et al. parallel update of mean/var with a batch ``x`` of shape (n, obs_dim) or (obs_dim,)."""
-        xt = torch.as_tensor(np.asarray(x, dtype=np.float64)).reshape(-1, self.obs_dim)
+        if isinstance(x, torch.Tensor):
+            x = x.detach().cpu().numpy()
+        try:
+            arr = np.asarray(x, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"x: cannot be read as an array of numbers: {exc}") from None
+        if arr.ndim not in (1, 2) or arr.shape[-1] != self.obs_dim:
+            raise ValueError(f"x must have shape ({self.obs_dim},) or (n, {self.obs_dim}), got {arr.shape}")
+        if arr.size == 0:
+            raise ValueError(f"x: empty batch, shape {arr.shape}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError("x: contains NaN or inf (the running statistics would be poisoned)")
+        xt = torch.as_tensor(arr).reshape(-1, self.obs_dim)
         n = float(xt.shape[0])
         b_mean = xt.mean(0)
         b_var = xt.var(0, unbiased=False)
@@ -95,5 +115,9 @@ class ObsNormalizer(nn.Module):
 
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
         """Normalised, clipped observation in float64, shape of ``x``."""
+        if not isinstance(x, torch.Tensor):
+            raise ValueError(f"x: expected a torch.Tensor, got {type(x).__name__}")
+        if x.ndim < 1 or x.shape[-1] != self.obs_dim:
+            raise ValueError(f"x: expected last dimension {self.obs_dim}, got shape {tuple(x.shape)}")
         x64 = x.to(torch.float64)
         return torch.clamp((x64 - self.mean) / torch.sqrt(self.var + EPS), -CLIP, CLIP)

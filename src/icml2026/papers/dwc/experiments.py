@@ -7,7 +7,6 @@ import hashlib
 import json
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -15,15 +14,18 @@ import numpy as np
 import torch
 
 from icml2026.core import Check, Outcome, experiment, spawn, torch_generator
+from icml2026.core.config import config, param
+from icml2026.core.errors import require_tool
 from icml2026.core.plotting import new_figure
+from icml2026.core.validate import as_array, positive_int
 
 from . import data
 from .baselines import DWCActor, MLPActor
 from .interpret import first_layer_report
 from .policy import DWCPolicy
-from .sac import SACConfig, SACResult, make_actor, train_sac
+from .sac import EnvId, SACConfig, SACResult, check_dwc_size, make_actor, train_sac
 from .supervised import fit_mse
-from .verilog import export_verilog, have_iverilog, have_yosys, simulate, synth_stats
+from .verilog import export_verilog, have_yosys, simulate, synth_stats
 
 __all__ = ["SanityConfig", "PendulumConfig", "HopperConfig", "sac_compare", "verify_circuit"]
 
@@ -35,10 +37,23 @@ def verify_circuit(policy: DWCPolicy, observations: np.ndarray, n_random: int, r
     Vectors: the thermometer codes of ``observations`` plus ``n_random`` uniformly random bit-vectors.
     Returns mismatch counts (vectors whose popcounts differ anywhere), the number of vectors, the simulated
     latency in cycles, and (``with_yosys``) the yosys LUT count and depth.
+
+    Raises
+    ------
+    MissingDependency
+        iverilog (or its ``vvp`` runtime) is not installed.
     """
-    if not have_iverilog():
-        raise RuntimeError("iverilog is required for the circuit check (apt-get install iverilog)")
-    obs_bits = policy.encode(torch.as_tensor(np.asarray(observations, np.float64))).numpy().astype(bool)
+    require_tool("iverilog", apt="iverilog")
+    require_tool("vvp", apt="iverilog")
+    if not isinstance(policy, DWCPolicy):
+        raise ValueError(f"policy: expected a DWCPolicy, got {type(policy).__name__}")
+    observations = as_array(observations, "observations", ndim=2, min_size=0)
+    if observations.shape[1] != policy.obs_dim:
+        raise ValueError(f"observations: expected shape (n, {policy.obs_dim}), got {observations.shape}")
+    n_random = positive_int(n_random, "n_random", minimum=0)
+    if observations.shape[0] + n_random < 1:
+        raise ValueError("observations: empty and n_random = 0; there is nothing to verify")
+    obs_bits = policy.encode(torch.as_tensor(observations)).numpy().astype(bool)
     rand_bits = rng.integers(0, 2, size=(n_random, obs_bits.shape[1])).astype(bool)
     bits = np.concatenate([obs_bits, rand_bits])
     with torch.no_grad():
@@ -62,29 +77,24 @@ def verify_circuit(policy: DWCPolicy, observations: np.ndarray, n_random: int, r
     return out
 
 
-@dataclass(frozen=True)
+@config
 class SanityConfig:
     """Supervised fit of a DWC to a saturated LQR law (seconds), then the circuit check."""
 
-    n_luts: int = 64            # paper: 1024 per layer
-    n_layers: int = 2
-    bits: int = 31              # paper: 63
-    lut_inputs: int = 6
-    steps: int = 300
-    lr: float = 1e-2
-    batch_size: int = 256
-    n_train: int = 4096
-    n_test: int = 1000
-    n_random_vectors: int = 1000
+    n_luts: int = param(64, 1, 4096, help="paper: 1024 per layer")
+    n_layers: int = param(2, 1, 8)
+    bits: int = param(31, 3, 255, help="odd; paper: 63")
+    lut_inputs: int = param(6, 1, 10, help="paper: 6")
+    steps: int = param(300, 1, 100_000)
+    lr: float = param(1e-2, 0.0, 1.0, lo_open=True)
+    batch_size: int = param(256, 1, 8192)
+    n_train: int = param(4096, 1, 200_000)
+    n_test: int = param(1000, 2, 200_000, help="R^2 needs >= 2 test states")
+    n_random_vectors: int = param(1000, 0, 20_000, help="random bit-vectors simulated besides the test states")
 
     def __post_init__(self) -> None:
-        for name in ("n_luts", "n_layers", "steps", "batch_size", "n_train", "n_test"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.bits < 3 or self.bits % 2 == 0:
-            raise ValueError(f"bits must be an odd integer >= 3, got {self.bits}")
-        if self.lr <= 0 or self.n_random_vectors < 0:
-            raise ValueError("lr must be > 0 and n_random_vectors >= 0")
+        # the cart-pole law has the InvertedPendulum's sizes (4 observations, 1 action)
+        check_dwc_size("InvertedPendulum-v4", self.n_luts, self.n_layers, self.bits, self.lut_inputs)
 
 
 def _r2(pred: np.ndarray, y: np.ndarray) -> float:
@@ -96,7 +106,9 @@ def _r2(pred: np.ndarray, y: np.ndarray) -> float:
     claim="A DWC trained through the EFD gradient and learnable mapping fits a smooth control law, and its "
           "integer path, numpy model and Verilog simulation agree bit for bit.",
     presets={"quick": SanityConfig(), "full": SanityConfig(n_luts=256, bits=63, steps=600, n_test=2000,
-                                                            n_random_vectors=2000)},
+                                                            n_random_vectors=2000),
+             # smoke: the same pipeline at tiny sizes, for the contract test (its r2 check may fail)
+             "smoke": SanityConfig(n_luts=16, bits=15, steps=20, n_train=512, n_test=100, n_random_vectors=100)},
 )
 def sanity_fit(cfg: SanityConfig, rng: np.random.Generator) -> Outcome:
     r_data, r_dwc, r_mlp, r_vec = spawn(rng, 4)
@@ -144,33 +156,29 @@ def sanity_fit(cfg: SanityConfig, rng: np.random.Generator) -> Outcome:
                    timings={"fit_dwc_s": t_dwc, "fit_mlp_s": t_mlp, "circuit_s": t_circ})
 
 
-@dataclass(frozen=True)
+@config
 class PendulumConfig:
     """SAC on a MuJoCo task: the DWC actor vs the FP32 MLP and the QAT (brevitas) MLP, identical SAC settings."""
 
-    env_id: str = "InvertedPendulum-v4"
-    n_seeds: int = 1                    # brief: 3 (paper: 10)
-    total_steps: int = 3_000            # brief: 30k (paper: 1M)
-    learning_starts: int = 2_000        # paper: 5000
-    n_luts: int = 64                    # brief: 256 (paper: 1024)
-    n_layers: int = 2
-    bits: int = 63
-    lut_inputs: int = 6
-    eval_episodes: int = 5              # brief: 20 (paper: 1000)
+    env_id: EnvId = "InvertedPendulum-v4"
+    n_seeds: int = param(1, 1, 20, help="brief: 3 (paper: 10)")
+    total_steps: int = param(3_000, 1, 1_000_000, help="brief: 30k (paper: 1M)")
+    learning_starts: int = param(2_000, 0, 1_000_000, help="paper: 5000; < total_steps")
+    n_luts: int = param(64, 1, 4096, help="brief: 256 (paper: 1024)")
+    n_layers: int = param(2, 1, 8)
+    bits: int = param(63, 3, 255, help="odd; paper: 63")
+    lut_inputs: int = param(6, 1, 10, help="paper: 6")
+    eval_episodes: int = param(5, 1, 1000, help="brief: 20 (paper: 1000)")
     run_baseline: bool = False          # the FP32 MLP actor
     run_quantized: bool = False         # the QAT MLP actor (brevitas; W8A8, 8-bit input and output)
     check_returns: bool = False         # claim checks only at a scale where SAC can solve the task
-    n_random_vectors: int = 1000
+    n_random_vectors: int = param(1000, 0, 20_000, help="random bit-vectors simulated besides the logged states")
     yosys: bool = False                 # LUT count / depth of the first seed's circuit (if yosys is installed)
-    workers: int = 1                    # training runs (seed x actor) in parallel processes, 1 thread each
+    workers: int = param(1, 1, 16, help="training runs (seed x actor) in parallel processes, 1 thread each")
     checkpoint_dir: str = ""            # if set, each run checkpoints there and a rerun resumes it
-    solved_return: float = 900.0        # a seed "solves" the task at this DWC return (0: no such check)
+    solved_return: float = param(900.0, 0.0, 1e5, help="a seed solves the task at this DWC return (0: no check)")
 
     def __post_init__(self) -> None:
-        if self.n_seeds < 1 or self.eval_episodes < 1:
-            raise ValueError("n_seeds and eval_episodes must be >= 1")
-        if self.workers < 1:
-            raise ValueError(f"workers must be >= 1, got {self.workers}")
         if self.check_returns and not self.run_baseline:
             raise ValueError("check_returns needs run_baseline=True (the claim is relative to FP32)")
         SACConfig(env_id=self.env_id, total_steps=self.total_steps, learning_starts=self.learning_starts,
@@ -256,22 +264,26 @@ def _run_jobs(
         "paper": PendulumConfig(n_seeds=3, total_steps=30_000, learning_starts=5_000, n_luts=256,
                                 eval_episodes=20, run_baseline=True, run_quantized=True, check_returns=True,
                                 yosys=True, workers=2),
+        # smoke: 300 SAC steps (50 updates) of a tiny DWC, for the contract test (its checks may fail)
+        "smoke": PendulumConfig(total_steps=300, learning_starts=250, n_luts=16, bits=15, eval_episodes=1,
+                                n_random_vectors=200),
     },
 )
 def sac_pendulum(cfg: PendulumConfig, rng: np.random.Generator) -> Outcome:
     return sac_compare(cfg, rng)
 
 
-@dataclass(frozen=True)
+@config
 class HopperConfig(PendulumConfig):
     """The brief's optional long run: Hopper-v4 (paper: DWC 2989 vs FP32 2710 after 1M steps, 10 seeds)."""
 
-    env_id: str = "Hopper-v4"
-    total_steps: int = 1_300            # quick: a smoke run (circuit checks only); paper: 1M
-    learning_starts: int = 1_000
-    solved_return: float = 0.0          # no absolute target at our step budget; the claim is parity with FP32
+    env_id: EnvId = "Hopper-v4"
+    total_steps: int = param(1_300, 1, 1_000_000, help="quick: a short run (circuit checks only); paper: 1M")
+    learning_starts: int = param(1_000, 0, 1_000_000, help="< total_steps")
+    # no absolute target at our step budget; the claim is parity with FP32
+    solved_return: float = param(0.0, 0.0, 1e5, help="0: no absolute return check")
     run_baseline: bool = True
-    eval_episodes: int = 1
+    eval_episodes: int = param(1, 1, 1000)
 
 
 @experiment(
@@ -285,6 +297,9 @@ class HopperConfig(PendulumConfig):
         # paper: the brief's optional long run (many hours on 2 CPU cores; marked slow, not run here)
         "paper": HopperConfig(total_steps=150_000, learning_starts=5_000, n_luts=256, eval_episodes=10,
                               check_returns=True, yosys=True, workers=2),
+        # smoke: 300 SAC steps of a tiny DWC and the FP32 MLP, for the contract test (its checks may fail)
+        "smoke": HopperConfig(total_steps=300, learning_starts=250, n_luts=16, bits=15, eval_episodes=1,
+                              n_random_vectors=200),
     },
 )
 def sac_hopper(cfg: HopperConfig, rng: np.random.Generator) -> Outcome:

@@ -21,6 +21,8 @@ MAPPING_TAU = 1e-3
 
 def efd_constants(lut_inputs: int) -> tuple[float, float]:
     """DWN's EFD defaults ``alpha = 0.5 * 0.75^(n-1)``, ``beta = 0.25 / 0.75``."""
+    if isinstance(lut_inputs, bool) or not isinstance(lut_inputs, (int, np.integer)) or not 1 <= lut_inputs <= 10:
+        raise ValueError(f"lut_inputs must be an int in [1, 10], got {lut_inputs!r}")
     return 0.5 * 0.75 ** (lut_inputs - 1), 0.25 / 0.75
 
 
@@ -47,7 +49,7 @@ def efd_weights(lut_inputs: int) -> torch.Tensor:
     -------
     torch.Tensor, shape (2^n, n, 2^n), float32; ``dY/dx_l`` at address ``a`` is ``sum_a' W[a,l,a'] T[a']``.
     """
-    if not 1 <= lut_inputs <= 10:
+    if isinstance(lut_inputs, bool) or not isinstance(lut_inputs, (int, np.integer)) or not 1 <= lut_inputs <= 10:
         raise ValueError(f"lut_inputs must be in [1, 10], got {lut_inputs}")
     return torch.from_numpy(_efd_weights_np(int(lut_inputs))).to(torch.float32)
 
@@ -178,8 +180,15 @@ class LUTLayer(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Bits (batch, in_bits) in {0,1} -> bits (batch, N) in {0,1} (EFD backward, STE on the tables)."""
+        if not isinstance(x, torch.Tensor):
+            raise ValueError(f"x: expected a torch.Tensor of bits, got {type(x).__name__}")
         if x.ndim != 2 or x.shape[1] != self.in_bits:
             raise ValueError(f"LUTLayer expects input of shape (batch, {self.in_bits}), got {tuple(x.shape)}")
+        if not x.is_floating_point():
+            raise ValueError(f"x: expected floating-point bits (0.0 / 1.0) to carry the EFD gradient, got {x.dtype}")
+        # The forward rounds x to an address: any value other than 0 or 1 would address a wrong entry silently.
+        if not bool(((x == 0) | (x == 1)).all()):
+            raise ValueError("x: LUTLayer inputs must be bits (every value 0 or 1); found other values or NaN")
         if self.mapping == "learnable":
             xm = LearnableMapping.apply(x, self.wm, MAPPING_TAU, self._flat_indices())
         else:

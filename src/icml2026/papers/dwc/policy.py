@@ -14,10 +14,25 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml2026.core.validate import as_array, positive_int
+
 from .encoding import CLIP, EPS, ObsNormalizer, thermometer_encode, thermometer_thresholds
 from .lut import LUTLayer
 
-__all__ = ["DWCPolicy", "IntegerDWC", "PolicyError", "head_affine"]
+__all__ = ["DWCPolicy", "IntegerDWC", "PolicyError", "head_affine", "check_action_affine"]
+
+
+def check_action_affine(action_scale: object, action_bias: object, act_dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """``action_scale`` (finite, > 0) and ``action_bias`` (finite) broadcast to shape (act_dim,), float64."""
+    out = []
+    for name, v, lo in (("action_scale", action_scale, 0.0), ("action_bias", action_bias, None)):
+        arr = as_array(v, name, ndim=(0, 1))
+        if arr.ndim == 1 and arr.shape[0] not in (1, act_dim):
+            raise ValueError(f"{name}: expected a number or shape ({act_dim},), got shape {arr.shape}")
+        if lo is not None and np.any(arr <= lo):
+            raise ValueError(f"{name}: must be > 0, found {arr.min():g}")
+        out.append(np.broadcast_to(arr, (act_dim,)).copy())
+    return out[0], out[1]
 
 _P_CLIP = 1e-6  # clip of the normalised popcount in the head (brief, step 4)
 
@@ -30,6 +45,8 @@ def head_affine(
     pop: np.ndarray, group_size: int, log_alpha: np.ndarray, beta: np.ndarray, scale: np.ndarray, bias: np.ndarray
 ) -> np.ndarray:
     """Action head post-step: ``tanh(exp(log_alpha) (clip(p/G, 1e-6, 1-1e-6) - 0.5) + beta) * scale + bias``."""
+    group_size = positive_int(int(group_size) if isinstance(group_size, np.integer) else group_size, "group_size")
+    pop = as_array(pop, "pop", lo=0.0, hi=float(group_size), min_size=0)
     frac = np.clip(pop / group_size, _P_CLIP, 1.0 - _P_CLIP)
     return np.tanh(np.exp(log_alpha) * (frac - 0.5) + beta) * scale + bias
 
@@ -76,6 +93,7 @@ class DWCPolicy(nn.Module):
             raise ValueError(f"n_luts must be positive, got {n_luts!r}")
         if sizes[-1] < act_dim:
             raise ValueError(f"the last layer needs at least act_dim={act_dim} LUTs, got {sizes[-1]}")
+        scale_arr, bias_arr = check_action_affine(action_scale, action_bias, int(act_dim))
         self.obs_dim, self.act_dim, self.bits, self.lut_inputs = int(obs_dim), int(act_dim), bits, lut_inputs
         self.register_buffer("thresholds", torch.from_numpy(thermometer_thresholds(bits)))
         self.normalizer = ObsNormalizer(obs_dim)
@@ -88,10 +106,8 @@ class DWCPolicy(nn.Module):
         self.group_size = -(-sizes[-1] // act_dim)
         self.log_alpha = nn.Parameter(torch.full((act_dim,), -0.6931))
         self.beta = nn.Parameter(torch.zeros(act_dim))
-        self.register_buffer("action_scale", torch.as_tensor(np.broadcast_to(action_scale, (act_dim,)).copy(),
-                                                             dtype=torch.float32))
-        self.register_buffer("action_bias", torch.as_tensor(np.broadcast_to(action_bias, (act_dim,)).copy(),
-                                                            dtype=torch.float32))
+        self.register_buffer("action_scale", torch.as_tensor(scale_arr, dtype=torch.float32))
+        self.register_buffer("action_bias", torch.as_tensor(bias_arr, dtype=torch.float32))
         self.register_buffer("train_steps", torch.zeros((), dtype=torch.long))
 
     @property
@@ -135,10 +151,17 @@ class DWCPolicy(nn.Module):
 
     # ----- integer inference path -----
     def _check_obs(self, obs: np.ndarray | torch.Tensor) -> torch.Tensor:
-        x = torch.as_tensor(np.asarray(obs, dtype=np.float64))
+        if isinstance(obs, torch.Tensor):
+            obs = obs.detach().cpu().numpy()
+        try:
+            x = torch.as_tensor(np.asarray(obs, dtype=np.float64))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"observation: cannot be read as an array of numbers: {exc}") from None
         if x.ndim not in (1, 2) or x.shape[-1] != self.obs_dim:
             raise ValueError(f"observation must have shape ({self.obs_dim},) or (batch, {self.obs_dim}), "
                              f"got {tuple(x.shape)}")
+        if x.shape[0] == 0:
+            raise ValueError(f"observation: empty batch, shape {tuple(x.shape)}")
         if not torch.isfinite(x).all():
             raise ValueError("observation contains NaN or inf")
         return x.reshape(-1, self.obs_dim)
@@ -146,6 +169,7 @@ class DWCPolicy(nn.Module):
     @torch.no_grad()
     def integer_popcounts(self, bits: torch.Tensor) -> torch.Tensor:
         """Popcounts from thermometer bits with integer/boolean ops only: (batch, in_bits) -> (batch, act_dim)."""
+        bits = _check_bits(bits, self.lut_layers[0].in_bits)
         h = bits.to(torch.bool)
         for layer in self.lut_layers:
             idx = layer.indices()  # (N, n)
@@ -238,14 +262,20 @@ class IntegerDWC:
 
     def encode(self, obs: np.ndarray) -> np.ndarray:
         """Thermometer bits (batch, obs_dim * B) bool of observations (batch, obs_dim)."""
-        x_hat = np.clip((np.asarray(obs, np.float64) - self.mean) / np.sqrt(self.var + EPS), -CLIP, CLIP)
+        obs = as_array(obs, "obs", ndim=2)
+        if obs.shape[1] != self.mean.shape[0]:
+            raise ValueError(f"obs: expected shape (batch, {self.mean.shape[0]}), got {obs.shape}")
+        x_hat = np.clip((obs - self.mean) / np.sqrt(self.var + EPS), -CLIP, CLIP)
         return (x_hat[..., None] > self.thresholds).reshape(x_hat.shape[0], -1)
 
     def popcounts(self, bits: np.ndarray) -> np.ndarray:
         """Integer forward: bits (batch, in_bits) -> popcounts (batch, act_dim) int64."""
-        h = np.asarray(bits).astype(np.int64)
-        if h.ndim != 2 or h.shape[1] != self.in_bits:
-            raise ValueError(f"bits must have shape (batch, {self.in_bits}), got {h.shape}")
+        h = np.asarray(bits)
+        if h.ndim != 2 or h.shape[1] != self.in_bits or h.shape[0] == 0:
+            raise ValueError(f"bits must have shape (batch, {self.in_bits}) with batch >= 1, got {h.shape}")
+        if h.dtype != bool and not np.all((h == 0) | (h == 1)):
+            raise ValueError("bits: values must be 0 or 1")
+        h = h.astype(np.int64)
         for m, t in zip(self.maps, self.tables, strict=True):
             addr = np.zeros((h.shape[0], m.shape[0]), dtype=np.int64)
             for i in range(m.shape[1]):
@@ -260,3 +290,13 @@ class IntegerDWC:
         """Deterministic actions (batch, act_dim)."""
         pop = self.popcounts(self.encode(np.atleast_2d(obs)))
         return head_affine(pop, self.group_size, self.log_alpha, self.beta, self.action_scale, self.action_bias)
+
+
+def _check_bits(bits: torch.Tensor | np.ndarray, in_bits: int) -> torch.Tensor:
+    """A (batch >= 1, in_bits) tensor of 0/1 values (bool or numbers), else ValueError naming ``bits``."""
+    b = torch.as_tensor(bits)
+    if b.ndim != 2 or b.shape[1] != in_bits or b.shape[0] == 0:
+        raise ValueError(f"bits must have shape (batch, {in_bits}) with batch >= 1, got {tuple(b.shape)}")
+    if b.dtype != torch.bool and not bool(((b == 0) | (b == 1)).all()):
+        raise ValueError("bits: values must be 0 or 1")
+    return b

@@ -13,66 +13,93 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 from torch import nn
 
 from icml2026.core import torch_generator
+from icml2026.core.config import config, param
+from icml2026.core.validate import positive_int
 
-from .baselines import DWCActor, MLPActor, QuantMLPActor, _reinit, check_bit_width
+from .baselines import DWCActor, MLPActor, QuantMLPActor, _reinit
 from .policy import DWCPolicy
 
-__all__ = ["SACConfig", "SACResult", "make_actor", "train_sac", "evaluate", "make_env"]
+__all__ = ["ENVS", "SACConfig", "SACResult", "make_actor", "train_sac", "evaluate", "make_env", "check_dwc_size"]
+
+#: MuJoCo tasks a config may name, with their (observation, action) sizes (gymnasium 1.x, -v4). Humanoid
+#: (376 observations) is left out: its 376 * B thermometer bits make the learnable mapping gigabytes large.
+ENVS: dict[str, tuple[int, int]] = {
+    "InvertedPendulum-v4": (4, 1),
+    "InvertedDoublePendulum-v4": (11, 1),
+    "Hopper-v4": (11, 3),
+    "HalfCheetah-v4": (17, 6),
+    "Walker2d-v4": (17, 6),
+    "Ant-v4": (27, 8),
+    "Swimmer-v4": (8, 2),
+    "Reacher-v4": (11, 2),
+}
+EnvId = Literal["InvertedPendulum-v4", "InvertedDoublePendulum-v4", "Hopper-v4", "HalfCheetah-v4", "Walker2d-v4",
+                "Ant-v4", "Swimmer-v4", "Reacher-v4"]
+
+# Learnable-mapping weights of one DWC (floats); each is held 4 times (value, gradient, two Adam moments).
+_MAX_MAPPING_WEIGHTS = 60_000_000
+
+
+def check_dwc_size(env_id: str, n_luts: int, n_layers: int, bits: int, lut_inputs: int) -> None:
+    """Rules between the DWC size fields: odd ``bits``, ``n_luts >= act_dim``, mapping weights that fit memory.
+
+    Raises ValueError whose message starts with the offending field's name.
+    """
+    obs_dim, act_dim = ENVS[env_id]
+    if bits % 2 == 0:
+        raise ValueError(f"bits = {bits}: must be an odd integer >= 3 (thermometer with a threshold at 0)")
+    if n_luts < act_dim:
+        raise ValueError(f"n_luts = {n_luts}: the last layer needs at least act_dim = {act_dim} LUTs ({env_id})")
+    weights = obs_dim * bits * n_luts * lut_inputs + (n_layers - 1) * n_luts * n_luts * lut_inputs
+    if weights > _MAX_MAPPING_WEIGHTS:
+        raise ValueError(f"n_luts = {n_luts}: with bits = {bits}, n_layers = {n_layers}, lut_inputs = {lut_inputs} "
+                         f"on {env_id} the learnable mapping has {weights:,} weights (limit "
+                         f"{_MAX_MAPPING_WEIGHTS:,}); use fewer LUTs or bits")
 
 Actor = MLPActor | QuantMLPActor | DWCActor
 
 
-@dataclass(frozen=True)
+@config
 class SACConfig:
     """SAC and actor hyper-parameters (paper values in comments)."""
 
-    env_id: str = "InvertedPendulum-v4"
-    actor: str = "dwc"                  # "dwc", "mlp" (the FP32 baseline) or "qmlp" (brevitas QAT baseline)
-    total_steps: int = 30_000           # paper: 1M (MuJoCo locomotion)
-    learning_starts: int = 5_000        # paper: 5000
-    batch_size: int = 256               # paper: 256
-    buffer_size: int = 1_000_000        # paper: 1e6
-    gamma: float = 0.99
-    polyak: float = 0.005
-    policy_lr: float = 3e-4             # Adam eps 1e-5
-    q_lr: float = 1e-3
-    policy_frequency: int = 2           # paper: 2 (2 updates each time)
-    critic_hidden: int = 256
-    mlp_hidden: int = 256
-    qat_weight_bits: int = 8            # paper's QAT sweep: 2, 3, 8
-    qat_act_bits: int = 8               # paper's QAT sweep: 2, 3, 8
-    qat_input_bits: int = 8             # paper's QAT sweep: 2..8
-    n_luts: int = 256                   # paper: 1024 per layer
-    n_layers: int = 2
-    bits: int = 63                      # paper: 63
-    lut_inputs: int = 6                 # paper: 6
-    mapping: str = "learnable"
-    eval_episodes: int = 20             # paper: 1000 deterministic episodes
-    checkpoint_every: int = 5_000
-    log_last_obs: int = 2_000           # on-policy observations kept for circuit verification
+    env_id: EnvId = "InvertedPendulum-v4"
+    actor: Literal["dwc", "mlp", "qmlp"] = "dwc"  # DWC, the FP32 MLP baseline or the brevitas QAT baseline
+    total_steps: int = param(30_000, 1, 1_000_000, help="paper: 1M (MuJoCo locomotion)")
+    learning_starts: int = param(5_000, 0, 1_000_000, help="paper: 5000; < total_steps")
+    batch_size: int = param(256, 1, 4096, help="paper: 256")
+    buffer_size: int = param(1_000_000, 1, 1_000_000, help="paper: 1e6")
+    gamma: float = param(0.99, 0.0, 1.0, lo_open=True, hi_open=True)
+    polyak: float = param(0.005, 0.0, 1.0, lo_open=True)
+    policy_lr: float = param(3e-4, 0.0, 1.0, lo_open=True, help="Adam eps 1e-5")
+    q_lr: float = param(1e-3, 0.0, 1.0, lo_open=True)
+    policy_frequency: int = param(2, 1, 100, help="paper: 2 (2 updates each time)")
+    critic_hidden: int = param(256, 1, 4096)
+    mlp_hidden: int = param(256, 1, 4096)
+    qat_weight_bits: int = param(8, 2, 16, help="paper's QAT sweep: 2, 3, 8")
+    qat_act_bits: int = param(8, 2, 16, help="paper's QAT sweep: 2, 3, 8")
+    qat_input_bits: int = param(8, 2, 16, help="paper's QAT sweep: 2..8")
+    n_luts: int = param(256, 1, 4096, help="paper: 1024 per layer")
+    n_layers: int = param(2, 1, 8)
+    bits: int = param(63, 3, 255, help="odd; paper: 63")
+    lut_inputs: int = param(6, 1, 10, help="paper: 6")
+    mapping: Literal["learnable", "random"] = "learnable"
+    eval_episodes: int = param(20, 1, 1000, help="paper: 1000 deterministic episodes")
+    checkpoint_every: int = param(5_000, 1, 1_000_000)
+    log_last_obs: int = param(2_000, 0, 1_000_000, help="on-policy observations kept for circuit verification")
 
     def __post_init__(self) -> None:
-        if self.actor not in ("dwc", "mlp", "qmlp"):
-            raise ValueError(f"actor must be 'dwc', 'mlp' or 'qmlp', got {self.actor!r}")
-        for name in ("qat_weight_bits", "qat_act_bits", "qat_input_bits"):
-            check_bit_width(name, getattr(self, name))
-        for name in ("total_steps", "batch_size", "buffer_size", "policy_frequency", "eval_episodes",
-                     "checkpoint_every", "n_luts", "n_layers", "lut_inputs", "critic_hidden", "mlp_hidden"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not 0 <= self.learning_starts < self.total_steps:
-            raise ValueError(f"learning_starts must be in [0, total_steps), got {self.learning_starts}")
-        if self.bits < 3 or self.bits % 2 == 0:
-            raise ValueError(f"bits must be an odd integer >= 3, got {self.bits}")
-        if not (0 < self.gamma < 1 and 0 < self.polyak <= 1):
-            raise ValueError("gamma must be in (0, 1) and polyak in (0, 1]")
+        if self.learning_starts >= self.total_steps:
+            raise ValueError(f"learning_starts = {self.learning_starts}: must be in [0, total_steps = "
+                             f"{self.total_steps})")
+        check_dwc_size(self.env_id, self.n_luts, self.n_layers, self.bits, self.lut_inputs)
 
 
 @dataclass
@@ -136,6 +163,9 @@ def _sample(actor: Actor, obs: torch.Tensor, g: torch.Generator) -> tuple[torch.
 
 def evaluate(actor: Actor, env_id: str, n_episodes: int, rng: np.random.Generator) -> list[float]:
     """Returns of ``n_episodes`` deterministic episodes (the actor's ``deterministic`` path)."""
+    n_episodes = positive_int(n_episodes, "n_episodes")
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng: expected a numpy.random.Generator, got {type(rng).__name__}")
     env = make_env(env_id)
     out = []
     for _ in range(n_episodes):
@@ -163,6 +193,12 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
     stop_at : stop after this many total steps (simulated interruption; a checkpoint is written).
     progress : show a progress bar.
     """
+    if not isinstance(cfg, SACConfig):
+        raise ValueError(f"cfg: expected a SACConfig, got {type(cfg).__name__}")
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng: expected a numpy.random.Generator, got {type(rng).__name__}")
+    if stop_at is not None:
+        stop_at = positive_int(stop_at, "stop_at")
     t0 = time.perf_counter()
     env = make_env(cfg.env_id)
     obs_dim, act_dim = int(env.observation_space.shape[0]), int(env.action_space.shape[0])

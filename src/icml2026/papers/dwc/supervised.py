@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from icml2026.core.validate import as_array, finite_number, positive_int, same_length
+
 from .baselines import DWCActor, MLPActor
 
 __all__ = ["fit_mse"]
@@ -22,10 +24,17 @@ def fit_mse(actor: DWCActor | MLPActor, states: np.ndarray, actions: np.ndarray,
     -------
     list of per-step training losses.
     """
-    x = torch.as_tensor(np.asarray(states, np.float64))
-    y = torch.as_tensor(np.asarray(actions, np.float32))
-    if x.ndim != 2 or y.ndim != 2 or x.shape[0] != y.shape[0]:
-        raise ValueError(f"states (n, obs_dim) and actions (n, act_dim) must match, got {x.shape}, {y.shape}")
+    xs = as_array(states, "states", ndim=2)
+    ys = as_array(actions, "actions", ndim=2)
+    same_length(states=xs, actions=ys)
+    if xs.shape[1] != actor.obs_dim or ys.shape[1] != actor.act_dim:
+        raise ValueError(f"states (n, {actor.obs_dim}) and actions (n, {actor.act_dim}) must match the actor, "
+                         f"got {xs.shape}, {ys.shape}")
+    steps = positive_int(steps, "steps")
+    batch_size = positive_int(batch_size, "batch_size")
+    lr = finite_number(lr, "lr", lo=0.0, lo_open=True)
+    x = torch.as_tensor(xs)
+    y = torch.as_tensor(ys.astype(np.float32))
     actor.normalizer.update(x)
     opt = torch.optim.Adam(actor.parameters(), lr=lr)
     losses = []

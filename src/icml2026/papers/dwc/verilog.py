@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from icml2026.core.errors import require_tool
+
 from .policy import DWCPolicy, IntegerDWC
 
 __all__ = ["ExportResult", "SimulationResult", "export_verilog", "simulate", "synth_stats", "have_iverilog",
@@ -208,9 +210,13 @@ def simulate(path: str | Path, inputs: np.ndarray, timeout_s: float = 600.0) -> 
     -------
     SimulationResult with popcounts (n_vectors, act_dim) int64 and the measured latency in cycles.
     """
-    if not have_iverilog():
-        raise RuntimeError("iverilog/vvp not found on PATH (Debian/Ubuntu: apt-get install iverilog)")
+    require_tool("iverilog", apt="iverilog")
+    require_tool("vvp", apt="iverilog")
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s < float("inf"):
+        raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
     path = Path(path)
+    if not path.with_suffix(".json").is_file():
+        raise ValueError(f"path: {str(path)!r} is not a module written by export_verilog (no .json beside it)")
     meta = json.loads(path.with_suffix(".json").read_text())
     bits = np.asarray(inputs)
     if bits.ndim != 2 or bits.shape[1] != meta["in_bits"] or bits.shape[0] < 1:
@@ -240,8 +246,7 @@ def synth_stats(path: str | Path, timeout_s: float = 600.0) -> dict[str, int]:
     Returns ``{"luts": ..., "flipflops": ..., "depth": ...}``; depth is yosys' longest topological path in
     LUT cells between registers/ports (``ltp -noff``).
     """
-    if not have_yosys():
-        raise RuntimeError("yosys not found on PATH (Debian/Ubuntu: apt-get install yosys)")
+    require_tool("yosys", apt="yosys")
     path = Path(path)
     script = (f"read_verilog {path.resolve()}; synth -top {MODULE} -lut 6; stat; "
               "select -clear; ltp -noff")
