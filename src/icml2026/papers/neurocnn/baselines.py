@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .model import NeurOCNN, TokenHead, seeded_init
+from .model import NeurOCNN, TokenHead, as_model_dtype, seeded_init
 from .pooling import FourierProjectionPool
 from .spline_conv import Spacing, check_fs, check_signal
 
@@ -45,7 +45,7 @@ class FixedCNN(nn.Module):
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
-        if kernel_size < 1 or kernel_size % 2 == 0:
+        if isinstance(kernel_size, bool) or not isinstance(kernel_size, int) or kernel_size < 1 or kernel_size % 2 == 0:
             raise ValueError(f"kernel_size must be a positive odd integer, got {kernel_size}")
         self.in_channels = in_channels
         self.kernel_size = kernel_size
@@ -64,6 +64,7 @@ class FixedCNN(nn.Module):
     def forward(self, x: torch.Tensor, fs: float | None = None) -> torch.Tensor:
         """Logits (B, n_classes); ``fs`` is validated but, by design, not used."""
         fs = check_fs(fs)
+        x = as_model_dtype(x, self)
         check_signal(x, fs, in_channels=self.in_channels, min_length=self.kernel_size)
         h = x
         for conv, norm in zip(self.convs, self.norms, strict=True):
@@ -149,6 +150,7 @@ class FNOClassifier(nn.Module):
     def forward(self, x: torch.Tensor, fs: float | None = None) -> torch.Tensor:
         """Logits (B, n_classes) for x (B, C_in, N) at ``fs`` Hz."""
         fs = check_fs(fs)
+        x = as_model_dtype(x, self)
         check_signal(x, fs, in_channels=self.in_channels, min_length=2)
         if x.shape[-1] // 2 + 1 < self.n_modes // 2 + 1:
             raise ValueError(

@@ -46,6 +46,11 @@ def linear_resample(x: np.ndarray, n_out: int) -> np.ndarray:
     Output sample ``i`` sits at input coordinate ``(i + 0.5) * N / n_out - 0.5`` (clamped), as in
     ``torch.nn.functional.interpolate(mode="linear", align_corners=False)``.
     """
+    x = np.asarray(x)
+    if x.ndim < 1 or x.shape[-1] < 1:
+        raise ValueError(f"x must have at least one sample along its last axis, got shape {x.shape}")
+    if isinstance(n_out, bool) or not isinstance(n_out, (int, np.integer)) or n_out < 1:
+        raise ValueError(f"n_out must be a positive integer, got {n_out!r}")
     n_in = x.shape[-1]
     pos = np.clip((np.arange(n_out) + 0.5) * n_in / n_out - 0.5, 0.0, n_in - 1)
     lo = np.floor(pos).astype(int)
@@ -107,8 +112,12 @@ class SignalBank:
 
     def sample(self, fs: float, chunk: int = 256) -> np.ndarray:
         """The windows sampled exactly at ``t_n = n / fs``: (n, 1, round(T fs)) float32."""
-        if not (np.isfinite(fs) and fs > 0):
+        if isinstance(fs, bool) or not isinstance(fs, (int, float, np.integer, np.floating)) or not (
+            np.isfinite(fs) and fs > 0
+        ):
             raise ValueError(f"the sampling rate must be positive, got {fs!r}")
+        if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+            raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
         n_t = self.n_samples(fs)
         t = np.arange(n_t) / fs
         out = np.zeros((len(self), n_t))
@@ -189,10 +198,12 @@ def make_sleep_bank(
     -------
     SignalBank with ``coef`` and ``events`` set, amplitude in units of 50 uV.
     """
-    if n_windows < 1:
+    if isinstance(n_windows, bool) or not isinstance(n_windows, (int, np.integer)) or n_windows < 1:
         raise ValueError(f"n_windows must be positive, got {n_windows}")
-    if window_s <= 0:
+    if not (isinstance(window_s, (int, float)) and np.isfinite(window_s) and window_s > 0):
         raise ValueError(f"window_s must be positive, got {window_s}")
+    if not (isinstance(difficulty, (int, float)) and np.isfinite(difficulty) and difficulty >= 0):
+        raise ValueError(f"difficulty must be a finite number >= 0, got {difficulty!r}")
     n_f = int(np.floor(F_MAX * window_s)) - 1  # grid f_k = k / T, k = 1..n_f (< 30 Hz)
     freqs = np.arange(1, n_f + 1) / window_s
     labels = np.arange(n_windows) % 5
@@ -304,6 +315,15 @@ def make_ecg_bank(
         import neurokit2 as nk
     except ImportError as exc:  # pragma: no cover - environment dependent
         raise ImportError("the ECG task needs 'neurokit2' (pip install icml2026[neurocnn])") from exc
+    for name, v in (("n_recordings_per_class", n_recordings_per_class), ("windows_per_recording",
+                                                                         windows_per_recording)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    for name, f in (("window_s", window_s), ("recording_s", recording_s), ("base_fs", base_fs)):
+        if not (isinstance(f, (int, float)) and np.isfinite(f) and f > 0):
+            raise ValueError(f"{name} must be a positive finite number, got {f!r}")
+    if base_fs <= 2 * F_MAX:
+        raise ValueError(f"base_fs must exceed twice the 30 Hz low-pass ({2 * F_MAX:g} Hz), got {base_fs!r}")
     if recording_s < window_s + 1:
         raise ValueError("recording_s must exceed window_s by at least 1 s")
     sos = butter(8, F_MAX, btype="low", fs=base_fs, output="sos")

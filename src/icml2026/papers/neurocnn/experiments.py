@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from scipy.interpolate import CubicSpline
 
 from icml2026.core import Check, Outcome, experiment, spawn, torch_generator
+from icml2026.core.config import config, param
 from icml2026.core.plotting import new_figure
 
 from .baselines import FixedCNN, FNOClassifier, ResampleBack, ckconv_model
@@ -22,28 +22,68 @@ from .training import accuracy, macro_f1, predict, train_classifier
 __all__ = ["BasisConfig", "LayerInvarianceConfig", "ModelInvarianceConfig", "ZeroShotConfig", "EcgConfig"]
 
 
-def _positive(name: str, value: float) -> None:
-    if not value > 0:
-        raise ValueError(f"{name} must be positive, got {value!r}")
+# Size limits shared by the configs (2-core CPU, a few GB of memory). The head attends over every token, so
+# its memory grows with tokens^2 (paper: 6 segments x 50 modes = 300 tokens); the Fourier pooling matrix is
+# dense (tokens x samples); signals and activations are held whole.
+_MAX_TOKENS = 512
+_MAX_POOL_ENTRIES = 50_000_000     # tokens x samples of one window (float32 + float64 copies)
+_MAX_SIGNAL_FLOATS = 50_000_000    # windows x samples of one sampled bank
+_MAX_ACTIVATIONS = 250_000_000     # windows x samples x widest layer, one untrained forward pass
+
+
+def _n_tokens(window_s: float, segment_s: float, n_modes: int) -> int:
+    return max(1, int(round(window_s / segment_s))) * n_modes
+
+
+def _check_model_sizes(cfg: object, rates: tuple[float, ...], n_modes_field: str = "n_modes",
+                       segment_field: str = "segment_s", attention: bool = True) -> None:
+    """Rules between the model fields of ``cfg`` (each error message starts with the field it names)."""
+    window_s, segment_s = cfg.window_s, getattr(cfg, segment_field)  # type: ignore[attr-defined]
+    n_modes, duration_s = getattr(cfg, n_modes_field), getattr(cfg, "duration_s", None)
+    if segment_s > window_s:
+        raise ValueError(f"{segment_field} = {segment_s}: must be <= window_s ({window_s}), one pooling segment "
+                         f"at least")
+    if duration_s is not None and duration_s > window_s / 2:
+        raise ValueError(f"duration_s = {duration_s}: the kernel must fit twice in the window ({window_s} s)")
+    channels = getattr(cfg, "channels", None)
+    if attention and channels is not None and channels[-1] % 4:
+        raise ValueError(f"channels = {channels}: the last width must be divisible by the 4 attention heads")
+    tokens = _n_tokens(window_s, segment_s, n_modes)
+    if attention and tokens > _MAX_TOKENS:
+        raise ValueError(f"{n_modes_field} = {n_modes}: with {segment_field} = {segment_s} and window_s = "
+                         f"{window_s} the head attends over {tokens} tokens (at most {_MAX_TOKENS})")
+    n_max = int(round(window_s * max(rates)))
+    if tokens * n_max > _MAX_POOL_ENTRIES:
+        raise ValueError(f"{n_modes_field} = {n_modes}: the pooling matrix at {max(rates):g} Hz has "
+                         f"{tokens * n_max:,} entries (at most {_MAX_POOL_ENTRIES:,})")
+
+
+def _check_bank(n_field: str, n_windows: int, window_s: float, fs: float) -> None:
+    if n_windows * window_s * fs > _MAX_SIGNAL_FLOATS:
+        raise ValueError(f"{n_field} = {n_windows}: {n_windows} windows of {window_s} s at {fs:g} Hz hold "
+                         f"{n_windows * window_s * fs:,.0f} samples (at most {_MAX_SIGNAL_FLOATS:,})")
+
+
+_RATE_LO, _RATE_HI = 10.0, 2000.0  # Hz; the synthetic sleep EEG and ECG are band-limited to 30 Hz
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Criterion 1: the spline basis
 # ---------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@config
 class BasisConfig:
-    rates: tuple[float, ...] = (30, 50, 75, 80, 90, 100, 128, 150, 200, 256, 300, 500, 1000)
-    n_knots: int = 15  # paper: 15
-    duration_s: float = 0.5  # paper: 0.5 s
-    in_channels: int = 2
-    out_channels: int = 3
+    rates: tuple[float, ...] = param((30, 50, 75, 80, 90, 100, 128, 150, 200, 256, 300, 500, 1000), 1.0, 10_000.0,
+                                     min_len=1, max_len=64, help="Hz")
+    n_knots: int = param(15, 2, 100, help="paper: 15")
+    duration_s: float = param(0.5, 0.01, 5.0, help="paper: 0.5 s")
+    in_channels: int = param(2, 1, 64)
+    out_channels: int = param(3, 1, 64)
 
     def __post_init__(self) -> None:
-        if not self.rates or any(r <= 0 for r in self.rates):
-            raise ValueError("rates must be a non-empty tuple of positive Hz")
-        if self.n_knots < 2:
-            raise ValueError("n_knots must be >= 2")
-        _positive("duration_s", self.duration_s)
+        entries = self.in_channels * self.out_channels * kernel_length(self.duration_s, max(self.rates))
+        if entries > 5_000_000:
+            raise ValueError(f"in_channels = {self.in_channels}: with out_channels = {self.out_channels} the kernel "
+                             f"at {max(self.rates):g} Hz has {entries:,} taps (at most 5,000,000)")
 
 
 @experiment(
@@ -89,29 +129,32 @@ def spline_basis(cfg: BasisConfig, rng: np.random.Generator) -> Outcome:
 # ---------------------------------------------------------------------------------------------------------
 # Criterion 2: layer convergence to the continuous convolution; Fourier pooling invariance
 # ---------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@config
 class LayerInvarianceConfig:
-    rates: tuple[float, ...] = (80, 90, 100, 128, 200, 300, 500, 1000)
-    ref_fs: float = 4000.0  # brief: 4 kHz reference
+    rates: tuple[float, ...] = param((80, 90, 100, 128, 200, 300, 500, 1000), _RATE_LO, _RATE_HI, min_len=1,
+                                     max_len=32)
+    ref_fs: float = param(4000.0, 100.0, 20_000.0, help="brief: 4 kHz reference; above every rate")
     # Deviation: the brief gives one number per rate; we take the median over random (layer, signal) draws
     # (the brief's figures match the mean over many draws; both are reported)
-    n_draws: int = 8
-    n_sines: int = 5
-    f_max: float = 18.0  # Hz, brief: sinusoids <= 18 Hz
-    window_s: float = 10.0
-    trim_s: float = 0.5
-    n_knots: int = 15
-    duration_s: float = 0.5
-    pool_modes: int = 16
-    pool_segment_s: float = 2.0
+    n_draws: int = param(8, 1, 256)
+    n_sines: int = param(5, 1, 64)
+    f_max: float = param(18.0, 0.5, 1000.0, help="Hz, brief: sinusoids <= 18 Hz")
+    window_s: float = param(10.0, 1.0, 120.0)
+    trim_s: float = param(0.5, 0.0, 60.0, help="less than half of window_s")
+    n_knots: int = param(15, 2, 100)
+    duration_s: float = param(0.5, 0.01, 5.0)
+    pool_modes: int = param(16, 1, 256)
+    pool_segment_s: float = param(2.0, 0.1, 60.0)
 
     def __post_init__(self) -> None:
-        if self.n_draws < 1 or self.n_sines < 1:
-            raise ValueError("n_draws and n_sines must be >= 1")
-        if any(r <= 0 for r in self.rates) or self.ref_fs <= max(self.rates):
-            raise ValueError("rates must be positive and below ref_fs")
+        if self.ref_fs <= max(self.rates):
+            raise ValueError(f"rates = {self.rates}: must lie below ref_fs ({self.ref_fs:g} Hz)")
         if 2 * self.trim_s >= self.window_s:
-            raise ValueError("trim_s must be less than half of window_s")
+            raise ValueError(f"trim_s = {self.trim_s}: must be less than half of window_s ({self.window_s})")
+        _check_model_sizes(self, (1000.0,), "pool_modes", "pool_segment_s", attention=False)  # pooled at 1 kHz
+        if self.n_sines * self.ref_fs * self.window_s > 20_000_000:
+            raise ValueError(f"n_sines = {self.n_sines}: {self.n_sines} sinusoids over {self.window_s} s at "
+                             f"{self.ref_fs:g} Hz exceed 20,000,000 samples")
 
 
 def _sines(amp: np.ndarray, freq: np.ndarray, phase: np.ndarray, fs: float, window_s: float) -> torch.Tensor:
@@ -124,7 +167,12 @@ def _sines(amp: np.ndarray, freq: np.ndarray, phase: np.ndarray, fs: float, wind
     "neurocnn.layer_invariance",
     claim="A random spline-conv layer's output at rate fs converges to the continuous convolution "
     "(4 kHz reference) as fs grows, and Fourier pooling tokens agree across rates.",
-    presets={"quick": LayerInvarianceConfig(n_draws=8), "full": LayerInvarianceConfig(n_draws=32)},
+    presets={
+        "quick": LayerInvarianceConfig(n_draws=8),
+        "full": LayerInvarianceConfig(n_draws=32),
+        # smoke: one draw, two rates, a 1 kHz reference (contract test; its checks may fail)
+        "smoke": LayerInvarianceConfig(rates=(100, 200), ref_fs=1000.0, n_draws=1, window_s=4.0),
+    },
 )
 def layer_invariance(cfg: LayerInvarianceConfig, rng: np.random.Generator) -> Outcome:
     errs = {sp: np.zeros((cfg.n_draws, len(cfg.rates))) for sp in ("exact", "released")}
@@ -212,30 +260,39 @@ def layer_invariance(cfg: LayerInvarianceConfig, rng: np.random.Generator) -> Ou
 # ---------------------------------------------------------------------------------------------------------
 # Criterion 3: an untrained model gives the same logits at different rates
 # ---------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@config
 class ModelInvarianceConfig:
-    n_windows: int = 16
-    channels: tuple[int, ...] = (64, 128, 64, 32)  # paper: (64, 128, 64, 32); no training, so paper size
-    n_knots: int = 15  # paper: 15
-    duration_s: float = 0.5  # paper: 0.5 s
-    n_modes: int = 50  # paper: 50
-    segment_s: float = 5.0  # paper: 5 s
-    window_s: float = 30.0  # paper: 30 s
-    base_fs: float = 100.0
-    rates: tuple[float, ...] = (200.0, 300.0)
+    n_windows: int = param(16, 1, 64)
+    # paper: (64, 128, 64, 32); no training, so paper size
+    channels: tuple[int, ...] = param((64, 128, 64, 32), 1, 256, min_len=1, max_len=8)
+    n_knots: int = param(15, 2, 100, help="paper: 15")
+    duration_s: float = param(0.5, 0.01, 5.0, help="paper: 0.5 s")
+    n_modes: int = param(50, 1, 256, help="paper: 50")
+    segment_s: float = param(5.0, 0.1, 60.0, help="paper: 5 s")
+    window_s: float = param(30.0, 1.0, 120.0, help="paper: 30 s")
+    base_fs: float = param(100.0, _RATE_LO, _RATE_HI)
+    rates: tuple[float, ...] = param((200.0, 300.0), _RATE_LO, _RATE_HI, min_len=1, max_len=16)
 
     def __post_init__(self) -> None:
-        if self.n_windows < 1:
-            raise ValueError("n_windows must be >= 1")
-        if self.channels[-1] % 4:
-            raise ValueError("the last width must be divisible by the 4 attention heads")
+        rates = (self.base_fs, *self.rates)
+        _check_model_sizes(self, rates)
+        _check_bank("n_windows", self.n_windows, self.window_s, max(rates))
+        acts = self.n_windows * self.window_s * max(rates) * max(self.channels)
+        if acts > _MAX_ACTIVATIONS:
+            raise ValueError(f"n_windows = {self.n_windows}: one forward pass holds {acts:,.0f} activations "
+                             f"(at most {_MAX_ACTIVATIONS:,}); use fewer windows or narrower channels")
 
 
 @experiment(
     "neurocnn.model_invariance",
     claim="An untrained NeurOCNN gives nearly the same logits for one analytic signal sampled at "
     "100 Hz and at 200 / 300 Hz, unlike a fixed-kernel CNN.",
-    presets={"quick": ModelInvarianceConfig(n_windows=4), "full": ModelInvarianceConfig(n_windows=32)},
+    presets={
+        "quick": ModelInvarianceConfig(n_windows=4),
+        "full": ModelInvarianceConfig(n_windows=32),
+        # smoke: one 10 s window through a narrow model (contract test; its checks may fail)
+        "smoke": ModelInvarianceConfig(n_windows=1, channels=(8, 8), n_modes=8, segment_s=5.0, window_s=10.0),
+    },
 )
 def model_invariance(cfg: ModelInvarianceConfig, rng: np.random.Generator) -> Outcome:
     data_rng, model_rng = spawn(rng, 2)
@@ -276,45 +333,64 @@ def model_invariance(cfg: ModelInvarianceConfig, rng: np.random.Generator) -> Ou
 _ALL_MODELS = ("neurocnn", "cnn", "fno", "ckconv")
 
 
-@dataclass(frozen=True)
+def _check_models(models: tuple[str, ...]) -> None:
+    if len(set(models)) != len(models):
+        raise ValueError(f"models = {models}: lists a model twice")
+    if "neurocnn" not in models:
+        raise ValueError(f"models = {models}: the claim is about NeurOCNN: models must include 'neurocnn'")
+
+
+@config
 class ZeroShotConfig:
     # Deviation: CPU scale throughout (paper values in the comments)
-    n_train: int = 3000  # brief (CPU scale): 3k-6k training windows
-    n_val: int = 400
-    n_test: int = 500
-    epochs: int = 20  # paper: 20-40; brief (CPU scale): ~10 (8 left NeurOCNN still improving)
-    batch_size: int = 32  # paper: 64
-    lr: float = 1e-3  # paper: 1e-3
-    channels: tuple[int, ...] = (16, 32, 32, 16)  # paper: (64, 128, 64, 32); brief's CPU size
-    n_knots: int = 12  # paper: 15
-    duration_s: float = 0.25  # paper: 0.5
-    n_modes: int = 16  # paper: 50
-    segment_s: float = 2.0  # paper: 5
-    window_s: float = 10.0  # paper: 30
-    train_fs: float = 100.0  # paper: 100
-    test_rates: tuple[float, ...] = (75, 100, 150, 200, 250, 300, 500)
-    models: tuple[str, ...] = ("neurocnn", "cnn", "fno", "ckconv")
-    cnn_kernel: int = 9
-    fno_modes: int = 128  # Deviation: paper 150 modes over 30 s (0-2.5 Hz); ours cover 0-6.4 Hz
-    fno_hidden: int = 16  # paper: 128
-    difficulty: float = 1.0
-    # acceptance thresholds (brief criterion 4); the quick preset loosens them to its tiny scale
-    min_train_acc: float = 0.85
-    tol_unseen: float = 0.03
-    tol_75: float = 0.05
-    min_cnn_drop: float = 0.15
+    n_train: int = param(3000, 1, 50_000, help="brief (CPU scale): 3k-6k training windows")
+    n_val: int = param(400, 1, 50_000)
+    n_test: int = param(500, 1, 50_000)
+    epochs: int = param(20, 1, 200, help="paper: 20-40; brief (CPU scale): ~10 (8 left NeurOCNN improving)")
+    batch_size: int = param(32, 1, 256, help="paper: 64")
+    lr: float = param(1e-3, 0.0, 1.0, lo_open=True, help="paper: 1e-3")
+    channels: tuple[int, ...] = param((16, 32, 32, 16), 1, 256, min_len=1, max_len=8,
+                                      help="paper: (64, 128, 64, 32); brief's CPU size")
+    n_knots: int = param(12, 2, 100, help="paper: 15")
+    duration_s: float = param(0.25, 0.01, 5.0, help="paper: 0.5")
+    n_modes: int = param(16, 1, 256, help="paper: 50")
+    segment_s: float = param(2.0, 0.1, 60.0, help="paper: 5")
+    window_s: float = param(10.0, 1.0, 120.0, help="paper: 30")
+    train_fs: float = param(100.0, _RATE_LO, _RATE_HI, help="paper: 100")
+    test_rates: tuple[float, ...] = param((75, 100, 150, 200, 250, 300, 500), _RATE_LO, _RATE_HI, min_len=1, max_len=16)
+    models: tuple[str, ...] = param(("neurocnn", "cnn", "fno", "ckconv"), choices=_ALL_MODELS, min_len=1,
+                                    max_len=len(_ALL_MODELS))
+    cnn_kernel: int = param(9, 1, 101, help="odd, in samples")
+    # Deviation: paper 150 modes over 30 s (0-2.5 Hz); ours cover 0-6.4 Hz
+    fno_modes: int = param(128, 2, 4096, help="at most the samples of a window at the lowest test rate")
+    fno_hidden: int = param(16, 1, 256, help="paper: 128")
+    difficulty: float = param(1.0, 0.0, 10.0, help="scales the class-overlap knobs of the synthetic task")
+    # acceptance thresholds (brief criterion 4); the quick preset loosens them to its tiny scale. Their ranges
+    # exclude the values at which a check could never fail (accuracy >= 0, gap <= 1, drop >= -1).
+    min_train_acc: float = param(0.85, 0.0, 1.0, lo_open=True)
+    tol_unseen: float = param(0.03, 0.0, 1.0, hi_open=True)
+    tol_75: float = param(0.05, 0.0, 1.0, hi_open=True)
+    min_cnn_drop: float = param(0.15, 0.0, 1.0, lo_open=True)
 
     def __post_init__(self) -> None:
-        for name in ("n_train", "n_val", "n_test", "epochs", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1")
         if self.train_fs not in self.test_rates:
-            raise ValueError("test_rates must include train_fs")
-        unknown = set(self.models) - set(_ALL_MODELS)
-        if unknown or not self.models:
-            raise ValueError(f"models must be a non-empty subset of {_ALL_MODELS}, got {self.models}")
-        if any(r <= 0 for r in self.test_rates):
-            raise ValueError("test_rates must be positive")
+            raise ValueError(f"test_rates = {self.test_rates}: must include train_fs ({self.train_fs:g})")
+        if len(set(self.test_rates)) != len(self.test_rates):
+            raise ValueError(f"test_rates = {self.test_rates}: lists a rate twice")
+        _check_models(self.models)
+        _check_model_sizes(self, self.test_rates)
+        if self.cnn_kernel % 2 == 0:
+            raise ValueError(f"cnn_kernel = {self.cnn_kernel}: must be odd")
+        n_min = int(round(self.window_s * min(self.test_rates)))
+        if "cnn" in self.models and self.cnn_kernel > n_min:
+            raise ValueError(f"cnn_kernel = {self.cnn_kernel}: longer than a window at {min(self.test_rates):g} Hz "
+                             f"({n_min} samples)")
+        if "fno" in self.models and self.fno_modes > n_min:
+            raise ValueError(f"fno_modes = {self.fno_modes}: more than the {n_min} samples of a window at "
+                             f"{min(self.test_rates):g} Hz")
+        _check_bank("n_train", self.n_train, self.window_s, self.train_fs)
+        _check_bank("n_val", self.n_val, self.window_s, self.train_fs)
+        _check_bank("n_test", self.n_test, self.window_s, sum(self.test_rates))
 
 
 def _build(name: str, cfg: ZeroShotConfig, n_classes: int, gen: torch.Generator) -> torch.nn.Module:
@@ -452,6 +528,9 @@ def _rate_figure(results: dict[str, dict[float, tuple[float, float]]], title: st
             min_cnn_drop=0.1,
         ),
         "full": ZeroShotConfig(),
+        # smoke: one epoch on 40 windows (contract test; its checks may fail)
+        "smoke": ZeroShotConfig(n_train=40, n_val=10, n_test=20, epochs=1, channels=(4, 8), test_rates=(75, 100, 200),
+                                models=("neurocnn", "cnn"), min_train_acc=0.3, tol_unseen=0.05, min_cnn_drop=0.1),
     },
 )
 def sleep_zero_shot(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
@@ -508,34 +587,47 @@ def sleep_zero_shot(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
 # ---------------------------------------------------------------------------------------------------------
 # Criterion 6: the same protocol on synthetic ECG
 # ---------------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@config
 class EcgConfig:
-    n_recordings_per_class: int = 8
-    windows_per_recording: int = 25
-    recording_s: float = 60.0
-    window_s: float = 8.0  # CinC 2017 frames in the paper: 8 s
-    epochs: int = 10
-    batch_size: int = 32
-    lr: float = 1e-3
-    channels: tuple[int, ...] = (8, 16, 16, 8)
-    n_knots: int = 12
-    duration_s: float = 0.25
-    n_modes: int = 16
-    segment_s: float = 2.0
-    train_fs: float = 100.0
-    test_rates: tuple[float, ...] = (75, 100, 150, 200, 250, 300, 500)
-    models: tuple[str, ...] = ("neurocnn", "cnn")
-    tol_f1: float = 0.05  # brief criterion 6
+    n_recordings_per_class: int = param(8, 2, 50, help=">= 2: recordings are split train / test")
+    windows_per_recording: int = param(25, 1, 200)
+    recording_s: float = param(60.0, 2.0, 600.0, help="at least window_s + 1")
+    window_s: float = param(8.0, 1.0, 60.0, help="CinC 2017 frames in the paper: 8 s")
+    epochs: int = param(10, 1, 200)
+    batch_size: int = param(32, 1, 256)
+    lr: float = param(1e-3, 0.0, 1.0, lo_open=True)
+    channels: tuple[int, ...] = param((8, 16, 16, 8), 1, 256, min_len=1, max_len=8)
+    n_knots: int = param(12, 2, 100)
+    duration_s: float = param(0.25, 0.01, 5.0)
+    n_modes: int = param(16, 1, 256)
+    segment_s: float = param(2.0, 0.1, 60.0)
+    train_fs: float = param(100.0, _RATE_LO, _RATE_HI)
+    test_rates: tuple[float, ...] = param((75, 100, 150, 200, 250, 300, 500), _RATE_LO, _RATE_HI, min_len=1, max_len=16)
+    models: tuple[str, ...] = param(("neurocnn", "cnn"), choices=_ALL_MODELS, min_len=1, max_len=len(_ALL_MODELS))
+    tol_f1: float = param(0.05, 0.0, 1.0, hi_open=True, help="brief criterion 6")
     # our guard against a trivially small gap: NeurOCNN must have learned (1.5x the 0.25 chance macro-F1)
-    min_train_f1: float = 0.375
+    min_train_f1: float = param(0.375, 0.0, 1.0, lo_open=True)
 
     def __post_init__(self) -> None:
-        if self.n_recordings_per_class < 2:
-            raise ValueError("n_recordings_per_class must be >= 2 (recordings are split train / test)")
-        if self.windows_per_recording < 1 or self.epochs < 1:
-            raise ValueError("windows_per_recording and epochs must be >= 1")
         if self.train_fs not in self.test_rates:
-            raise ValueError("test_rates must include train_fs")
+            raise ValueError(f"test_rates = {self.test_rates}: must include train_fs ({self.train_fs:g})")
+        if len(set(self.test_rates)) != len(self.test_rates):
+            raise ValueError(f"test_rates = {self.test_rates}: lists a rate twice")
+        if self.recording_s < self.window_s + 1:
+            raise ValueError(f"recording_s = {self.recording_s}: must exceed window_s ({self.window_s}) by >= 1 s")
+        _check_models(self.models)
+        _check_model_sizes(self, self.test_rates)
+        n_min = int(round(self.window_s * min(self.test_rates)))
+        if "cnn" in self.models and 9 > n_min:  # the ECG run uses ZeroShotConfig's cnn_kernel = 9
+            raise ValueError(f"window_s = {self.window_s}: shorter than the CNN's 9-sample kernel at "
+                             f"{min(self.test_rates):g} Hz")
+        if "fno" in self.models and 128 > n_min:  # and its fno_modes = 128
+            raise ValueError(f"window_s = {self.window_s}: a window at {min(self.test_rates):g} Hz has {n_min} "
+                             f"samples, fewer than the FNO's 128 modes")
+        n_windows = 4 * self.n_recordings_per_class * self.windows_per_recording
+        _check_bank("windows_per_recording", n_windows, self.window_s, sum(self.test_rates))
+        # ECGSYN simulates every recording at 500 Hz
+        _check_bank("n_recordings_per_class", 4 * self.n_recordings_per_class, self.recording_s, 500.0)
 
 
 @experiment(
@@ -555,6 +647,9 @@ class EcgConfig:
             tol_f1=0.05,
         ),
         "full": EcgConfig(),
+        # smoke: 2 short recordings per class, one epoch (contract test; its checks may fail)
+        "smoke": EcgConfig(n_recordings_per_class=2, windows_per_recording=2, recording_s=5.0, window_s=4.0,
+                           epochs=1, channels=(4, 8), test_rates=(100, 200), models=("neurocnn",)),
     },
 )
 def ecg_zero_shot(cfg: EcgConfig, rng: np.random.Generator) -> Outcome:

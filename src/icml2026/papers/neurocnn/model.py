@@ -20,7 +20,16 @@ from torch import nn
 from .pooling import FourierProjectionPool
 from .spline_conv import ContinuousConv1d, SirenConv1d, Spacing, SplineConv1d, check_fs, check_signal
 
-__all__ = ["seeded_init", "TokenHead", "NeurOCNN"]
+__all__ = ["seeded_init", "TokenHead", "NeurOCNN", "as_model_dtype"]
+
+
+def as_model_dtype(x: torch.Tensor, model: nn.Module) -> torch.Tensor:
+    """``x`` cast to the dtype of ``model``'s parameters (a float64 or integer batch would fail deep inside
+    the first convolution or GroupNorm); other input is returned unchanged for :func:`check_signal` to judge."""
+    if not isinstance(x, torch.Tensor) or x.is_complex():
+        return x
+    dtype = next(model.parameters()).dtype
+    return x if x.dtype == dtype else x.to(dtype)
 
 
 @contextlib.contextmanager
@@ -185,6 +194,7 @@ class NeurOCNN(nn.Module):
     def features(self, x: torch.Tensor, fs: float | None = None) -> tuple[torch.Tensor, float]:
         """Backbone features (B, d, N') and their rate."""
         fs = check_fs(fs)
+        x = as_model_dtype(x, self)
         check_signal(x, fs, in_channels=self.in_channels, min_length=self.convs[0].n_taps(fs))  # type: ignore[operator]  # nn.Module attribute typing
         if self.window_s is not None and abs(x.shape[-1] / fs - self.window_s) > 1.0 / fs + 1e-9:
             raise ValueError(

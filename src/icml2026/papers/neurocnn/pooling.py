@@ -34,6 +34,12 @@ def fourier_basis(t: np.ndarray, n_modes: int, segment_s: float) -> np.ndarray:
     (M, N) float64 array.
     """
     t = np.asarray(t, dtype=np.float64)
+    if t.ndim != 1 or not np.all(np.isfinite(t)):
+        raise ValueError(f"t must be a finite 1-D array of seconds, got shape {t.shape}")
+    if isinstance(n_modes, bool) or not isinstance(n_modes, (int, np.integer)) or n_modes < 1:
+        raise ValueError(f"n_modes must be a positive integer, got {n_modes!r}")
+    if not (isinstance(segment_s, (int, float)) and math.isfinite(segment_s) and segment_s > 0):
+        raise ValueError(f"segment_s must be a positive number of seconds, got {segment_s!r}")
     out = np.empty((n_modes, t.size))
     out[0] = 1.0
     for m in range(1, n_modes):
@@ -49,6 +55,9 @@ def projection_matrix(n_samples: int, fs: float, n_modes: int, segment_s: float)
     Sample ``n`` (time ``n/fs``) belongs to segment ``min(floor(t_n / T_seg), S - 1)`` with local time
     ``clip(t_n - s T_seg, 0, T_seg)``; ``S = round(N / fs / T_seg)``.
     """
+    fs = check_fs(fs)
+    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
+        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
     duration = n_samples / fs
     n_seg = int(round(duration / segment_s))
     if n_seg < 1:

@@ -66,6 +66,10 @@ def natural_spline_basis(knots: np.ndarray, points: np.ndarray) -> np.ndarray:
     """
     x = np.asarray(knots, dtype=np.float64)
     u = np.asarray(points, dtype=np.float64)
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(u))):
+        raise ValueError("knots and points must be finite (no NaN or inf)")
+    if u.ndim != 1:
+        raise ValueError(f"points must be a 1-D array, got shape {u.shape}")
     if x.ndim != 1 or x.size < 2 or np.any(np.diff(x) <= 0):
         raise ValueError("knots must be a strictly increasing 1-D array with at least 2 entries")
     n_knots = x.size
@@ -108,6 +112,11 @@ def natural_spline_basis(knots: np.ndarray, points: np.ndarray) -> np.ndarray:
 
 def kernel_length(duration_s: float, fs: float) -> int:
     """Number of taps ``L_k = round(D * fs)``, at least 1, made odd (+1 if even)."""
+    fs = check_fs(fs)
+    if isinstance(duration_s, bool) or not isinstance(duration_s, (int, float, np.integer, np.floating)) or not (
+        math.isfinite(duration_s) and duration_s > 0
+    ):
+        raise ValueError(f"duration_s must be a positive number of seconds, got {duration_s!r}")
     n = max(1, int(round(duration_s * fs)))
     return n + 1 if n % 2 == 0 else n
 

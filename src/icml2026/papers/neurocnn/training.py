@@ -15,6 +15,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from icml2026.core.progress import track
+from icml2026.core.validate import as_array, as_labels, finite_number, positive_int, same_length
+
+from .spline_conv import check_fs
 
 __all__ = ["TrainResult", "train_classifier", "predict", "accuracy", "macro_f1"]
 
@@ -30,13 +33,17 @@ class TrainResult:
 
 def accuracy(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     """Fraction of correct predictions."""
-    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
-    return float(np.mean(y_true == y_pred)) if y_true.size else float("nan")
+    y_true, y_pred = as_labels(y_true, "y_true"), as_labels(y_pred, "y_pred")
+    same_length(y_true=y_true, y_pred=y_pred)
+    return float(np.mean(y_true == y_pred))
 
 
 def macro_f1(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> float:
     """Unweighted mean over classes of F1 = 2 TP / (2 TP + FP + FN) (a class absent from both counts 0)."""
-    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    n_classes = positive_int(n_classes, "n_classes", minimum=2)
+    y_true = as_labels(y_true, "y_true", n_classes=n_classes)
+    y_pred = as_labels(y_pred, "y_pred", n_classes=n_classes)
+    same_length(y_true=y_true, y_pred=y_pred)
     scores = []
     for c in range(n_classes):
         tp = np.sum((y_pred == c) & (y_true == c))
@@ -50,9 +57,11 @@ def macro_f1(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> float:
 @torch.no_grad()
 def predict(model: nn.Module, x: np.ndarray | torch.Tensor, fs: float, batch_size: int = 64) -> np.ndarray:
     """Class predictions (n,) for signals x (n, C, N) at ``fs`` Hz, in eval mode."""
+    check_fs(fs)
+    batch_size = positive_int(batch_size, "batch_size")
+    xt = _as_signals(x, "x")
     was_training = model.training
     model.eval()
-    xt = torch.as_tensor(x, dtype=torch.float32)
     preds = [model(xt[i : i + batch_size], fs).argmax(dim=-1) for i in range(0, xt.shape[0], batch_size)]
     model.train(was_training)
     return torch.cat(preds).numpy()
@@ -86,10 +95,24 @@ def train_classifier(
     -------
     TrainResult; ``model`` is left holding the best-validation weights, in eval mode.
     """
-    if epochs < 1:
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, np.integer)) or epochs < 1:
         raise ValueError(f"epochs must be at least 1, got {epochs}")
-    xt = torch.as_tensor(x, dtype=torch.float32)
-    yt = torch.as_tensor(y, dtype=torch.long)
+    check_fs(fs)
+    batch_size = positive_int(batch_size, "batch_size")
+    lr = finite_number(lr, "lr", lo=0.0, lo_open=True)
+    weight_decay = finite_number(weight_decay, "weight_decay", lo=0.0)
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator: expected a torch.Generator, got {type(generator).__name__}")
+    xt = _as_signals(x, "x")
+    y_lab = as_labels(y, "y", n_classes=None)
+    same_length(x=xt, y=y_lab)
+    xv = _as_signals(x_val, "x_val")
+    same_length(x_val=xv, y_val=as_labels(y_val, "y_val"))
+    if xv.shape[1:] != xt.shape[1:]:
+        raise ValueError(f"x_val: windows of shape {tuple(xv.shape[1:])}, but x has {tuple(xt.shape[1:])}")
+    if y_lab.min() < 0:
+        raise ValueError("y: labels must be >= 0")
+    yt = torch.as_tensor(y_lab, dtype=torch.long)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     losses: list[float] = []
     val_acc: list[float] = []
@@ -124,3 +147,13 @@ def train_classifier(
             t.copy_(saved)
     model.eval()
     return TrainResult(train_loss=losses, val_accuracy=val_acc, best_epoch=best[1])
+
+
+def _as_signals(x: np.ndarray | torch.Tensor, name: str) -> torch.Tensor:
+    """A non-empty (n, C, N) batch of finite signals as float32 (the models' dtype)."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    arr = as_array(x, name, ndim=3)
+    if min(arr.shape) < 1:
+        raise ValueError(f"{name}: expected a non-empty (n, channels, samples) array, got shape {arr.shape}")
+    return torch.as_tensor(arr, dtype=torch.float32)
