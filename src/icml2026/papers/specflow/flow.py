@@ -148,7 +148,11 @@ class VelocityNet(nn.Module):
 
     def forward(self, x_t: torch.Tensor, t: torch.Tensor, cond: torch.Tensor | None,
                 state: torch.Tensor) -> torch.Tensor:
-        """x_t, state: (B, 1, H, W); t: (B,); cond: (B, emb) or None (the null condition) -> (B, 1, H, W)."""
+        """The data estimate X_1_hat (B, 1, H, W) from x_t, state (B, 1, H, W), t (B,), cond (B, emb) or None.
+
+        A residual on the state (the next thought mostly repeats the current one); :meth:`FlowUpdater.velocity`
+        turns it into the velocity u_theta.
+        """
         b = self.block
         bsz = x_t.shape[0]
         h = torch.nn.functional.pixel_unshuffle(torch.cat([x_t, state], dim=1), b)
@@ -157,7 +161,7 @@ class VelocityNet(nn.Module):
         h1 = self.res1(self.inp(h), e)
         h2 = self.mid(self.down(h1), e)
         h3 = self.res2(self.up(h2) + h1, e)
-        return torch.nn.functional.pixel_shuffle(self.out(torch.cat([h3, h1], dim=1)), b)
+        return state + torch.nn.functional.pixel_shuffle(self.out(torch.cat([h3, h1], dim=1)), b)
 
 
 def seeded_init(factory: Callable[[], nn.Module], generator: torch.Generator) -> nn.Module:
@@ -206,6 +210,24 @@ class FlowUpdater:
         k = keep_count(t, self.schedule, self.min_keep, self.max_keep, self.fixed_keep)
         return torch.from_numpy(np.tile(_layout_mask(b, self.layout, k), (height // b, width // b)))
 
+    def velocity(self, x_in: torch.Tensor, t: torch.Tensor, cond: torch.Tensor | None,
+                 state: torch.Tensor) -> torch.Tensor:
+        """u_theta(M(t) X_t, t, c) from the net's data estimate X_1_hat (``x_in`` is the masked state).
+
+        # Deviation: the net predicts X_1 and the velocity is the one that is optimal under Eq. (5) given that
+        # estimate: ``(X_1_hat - X_t) / (1 - t)`` on the coefficients M(t) shows, ``X_1_hat`` (= E[X_1 - X_noise])
+        # on the masked ones, whose noise the net cannot see. The paper's net outputs u directly.
+        """
+        x1 = self.net(x_in, t, cond, state)
+        one_minus_t = (1.0 - t).clamp(min=1e-3)[:, None, None, None]
+        if self.space == "pixel":
+            return (x1 - x_in) / one_minus_t
+        b = self.net.block
+        h, w = x_in.shape[-2:]
+        mask = _masks_for(t, b, self.layout, self.schedule, self.min_keep, self.max_keep, self.fixed_keep,
+                          h, w).to(x_in)
+        return mask * (x1 - x_in) / one_minus_t + (1 - mask) * x1
+
     def state_of(self, img: torch.Tensor) -> torch.Tensor:
         """The net's state channel for renders (B, 1, H, W): workspace-truncated DCT, or pixels."""
         if self.space == "pixel":
@@ -224,12 +246,12 @@ class FlowUpdater:
         def velocity(x: torch.Tensor, t: float) -> torch.Tensor:
             tt = torch.full((bsz,), t, dtype=x.dtype)
             if self.w == 1.0:
-                return self.net(x, tt, cond, state)
+                return self.velocity(x, tt, cond, state)
             if self.w == 0.0:
-                return self.net(x, tt, None, state)
+                return self.velocity(x, tt, None, state)
             # one batched call for the conditional and the unconditional branch
-            both = self.net(torch.cat([x, x]), torch.cat([tt, tt]),
-                            torch.cat([cond, self.net.null.expand(bsz, -1)]), torch.cat([state, state]))
+            both = self.velocity(torch.cat([x, x]), torch.cat([tt, tt]),
+                                 torch.cat([cond, self.net.null.expand(bsz, -1)]), torch.cat([state, state]))
             return guided_velocity(both[bsz:], both[:bsz], self.w)
 
         mask_fn = (lambda t: self.mask(t, h, w)) if self.space == "spectral" else None
@@ -257,7 +279,7 @@ def flow_matching_loss(
     generator: torch.Generator,
     p_drop: float = 0.1,
 ) -> torch.Tensor:
-    """Eq. (5): ``|| u_theta(M(t) X_t, t, c) - (X_data - X_noise) ||^2`` with c dropped with prob ``p_drop``.
+    """Flow-matching loss of Eq. (5) on ``X_t = (1 - t) X_noise + t X_data``, c dropped with prob ``p_drop``.
 
     ``state`` is the net's state channel, ``target`` the next render's pixels (B, 1, H, W).
     """
@@ -276,6 +298,9 @@ def flow_matching_loss(
     cond = net.condition(traces)
     drop = torch.rand(bsz, generator=generator) < p_drop
     cond = torch.where(drop[:, None], net.null.expand(bsz, -1), cond)
-    u = net(x_t, t, cond, state)
-    return ((u - (x_data - x_noise)) ** 2).mean()
+    x1_hat = net(x_t, t, cond, state)
+    # Deviation: Eq. (5) reweighted by (1 - t)^2 on the visible coefficients, i.e. the X_1-prediction loss
+    # || X_1_hat - X_data ||^2 (the velocity of FlowUpdater.velocity is exact where X_1_hat is); unweighted,
+    # the 1 / (1 - t)^2 factor of the reparameterised velocity makes training unstable near t = 1.
+    return ((x1_hat - x_data) ** 2).mean()
 
