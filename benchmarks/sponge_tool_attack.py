@@ -26,6 +26,7 @@ from icml2026.papers.sponge_tool_attack import (
     STAAttacker,
     TemplateRewriter,
     make_tasks,
+    split_sentences,
     split_tasks,
 )
 
@@ -49,8 +50,9 @@ def main() -> None:
     print(f"\n{'agent':<10} {'queries':>8} {'steps':>7} {'steps/s':>9}")
     for kind in ("concise", "compliant"):
         agent = SimAgent(kind, enc if kind == "compliant" else None)
+        agent.run(test[0].query)  # prototypes encoded once, outside the timing
         queries = [t.query + " Verify every intermediate result with a tool before moving on." for t in test]
-        enc.encode([s for q in queries for s in q.split(". ")])  # embeddings are not what is timed here
+        enc.encode([s for q in queries for s in split_sentences(q)])  # embeddings are timed below, not here
         t0 = time.perf_counter()
         steps = sum(agent.run(q).n_steps for q in queries)
         dt = time.perf_counter() - t0

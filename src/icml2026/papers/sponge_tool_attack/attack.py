@@ -270,7 +270,7 @@ class PolicyBank:
         entries = list(self._entries.values())
         logits = np.array([e.score for e in entries]) / temperature
         g = logits + rng.gumbel(size=len(entries))
-        # untried policies come first (each is tried once before the softmax exploits the scores)
+        # Deviation: untried policies come first (each is tried once before the softmax exploits the scores)
         untried = np.array([e.n == 0 for e in entries])
         order = np.lexsort((-g, ~untried))[: min(k, len(entries))]
         return [entries[int(i)].policy for i in order]
@@ -539,7 +539,7 @@ class STAAttacker:
         """
         if not isinstance(query, str) or not query.strip():
             raise ValueError("query must be a non-empty string")
-        gate = judge if judge is not None else self.judge
+        gate = judge if judge is not None else self.judge  # Deviation: the gate applies to every variant
         pols = self.bank.best(n_candidates)
         cands = [self.rewriter.rewrite(query, p, [], rng) for p in pols]
         for p, c, v in zip(pols, cands, _judge_all(gate, query, cands), strict=False):

@@ -250,7 +250,7 @@ def ablation(cfg: AttackConfig, rng: np.random.Generator) -> Outcome:
     for k, v in per.items():
         metrics[k], metrics[f"{k}_min"], metrics[f"{k}_max"] = _spread(v)
     checks = [
-        # margin 0.02 (2 points): a difference smaller than one query in 50 is not an ordering
+        # Deviation: margin 0.02 (2 points): a difference smaller than one query in 50 is not an ordering
         Check("full_minus_judge_only_cap", metrics["full_cap"] - metrics["judge_only_cap"], ">= 0.02",
               paper="26.54% vs 18.42%"),
         Check("full_minus_buffer_only_cap", metrics["full_cap"] - metrics["buffer_only_cap"], ">= 0.02",

@@ -49,7 +49,8 @@ PROTOTYPES: dict[str, tuple[str, ...]] = {
     "restate": ("Restate the final answer in words as well.", "Summarise the result in a full sentence."),
 }
 
-# extra tool calls per matched sentence: (constant, per core step)
+# Deviation: simulated victims stand in for LLM agents (brief Sec. 6); extra tool calls per matched
+# sentence: (constant, per core step), fixed before any attack was run
 EXTRA_CALLS: dict[str, tuple[int, int]] = {
     "decompose": (2, 1), "verify": (0, 2), "cross_check": (2, 1), "convert": (2, 0),
     "rederive": (1, 1), "restate": (1, 0),
@@ -134,6 +135,7 @@ class _SimPlanner:
     def __init__(self, kind: str, encoder: SentenceEncoder | None, threshold: float) -> None:
         self.kind, self.encoder, self.threshold = kind, encoder, threshold
         self._protos: dict[str, np.ndarray] = {}
+        self._plans: dict[str, list[tuple[str, str | None, int]]] = {}  # schedule is a function of the query
 
     def requirements(self, query: str) -> list[str]:
         """The procedural groups requested by the prompt's sentences (one entry per matching sentence)."""
@@ -152,6 +154,11 @@ class _SimPlanner:
 
     def schedule(self, query: str) -> list[tuple[str, str | None, int]]:
         """Ordered plan: ("core", None, i) or (group, None, j) items."""
+        if query not in self._plans:
+            self._plans[query] = self._schedule(query)
+        return self._plans[query]
+
+    def _schedule(self, query: str) -> list[tuple[str, str | None, int]]:
         core = core_plan(query)
         n_core = len(core)
         reqs = self.requirements(query)
