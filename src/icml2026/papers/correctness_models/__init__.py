@@ -26,8 +26,8 @@ from .data import HISTORY_FIELDS, Split, World, make_world, read_history, split_
 from .metrics import (
     RiskCoverage,
     accuracy_at_coverage,
-    auroc,
     aurc,
+    auroc,
     brier_score,
     cm_accuracy,
     expected_calibration_error,

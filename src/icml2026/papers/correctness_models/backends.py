@@ -128,7 +128,8 @@ def _first_top_logprobs(choice: dict[str, Any]) -> dict[str, float]:
         raise BackendResponseError("choice has no logprobs.top_logprobs list; does the server return logprobs?")
     first = top[0]
     for t, v in first.items():
-        if not isinstance(t, str) or isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v > 1e-9:
+        numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
+        if not isinstance(t, str) or not numeric or not math.isfinite(v) or v > 1e-9:
             raise BackendResponseError(f"top_logprobs entry {t!r}: {v!r} is not a finite log-probability")
     return {t: float(v) for t, v in first.items()}
 

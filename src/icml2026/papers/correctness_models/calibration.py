@@ -21,7 +21,8 @@ from icml2026.core.validate import as_labels, as_probabilities, same_length
 
 __all__ = ["CALIBRATORS", "Calibrator", "fit_calibrator"]
 
-CALIBRATORS = ("platt", "isotonic", "beta", "spline")
+CalibratorKind = Literal["platt", "isotonic", "beta", "spline"]
+CALIBRATORS: tuple[CalibratorKind, ...] = ("platt", "isotonic", "beta", "spline")
 _EPS = 1e-6  # p is clipped to [eps, 1 - eps] before a logit, so p = 0 or 1 stays finite
 
 
@@ -53,7 +54,7 @@ class Calibrator:
         return f"Calibrator(kind={self.kind!r})"
 
 
-def fit_calibrator(kind: Literal["platt", "isotonic", "beta", "spline"], probs: object, labels: object) -> Calibrator:
+def fit_calibrator(kind: CalibratorKind, probs: object, labels: object) -> Calibrator:
     """Fit a post-hoc calibrator of ``kind`` on (p(yes), label) pairs of the calibration split.
 
     Raises ValueError on an unknown kind, probabilities outside [0, 1], NaN, mismatched lengths, an empty

@@ -157,9 +157,10 @@ class RetrievalCM:
     ``d_i = 1 - cos`` (Chroma's cosine distance) and ``prior`` the target's base rate in its history, so an
     isolated query falls back towards the base rate.
 
+    :meth:`examples` returns the retrieved examples for an LLM prompt (:func:`prompts.history_prompt`).
+
     # Deviation: Chroma embeds the whole retrieval document; we embed question and response separately
-    # (the vectors FeatureCM already computed) and use their normalised sum as the document vector. :meth:`examples` returns the retrieved examples for an
-    LLM prompt (:func:`prompts.history_prompt`).
+    # (the vectors FeatureCM already computed) and use their normalised sum as the document vector.
     """
 
     def __init__(self, embedder: Embedder, k: int = 16) -> None:
@@ -278,9 +279,11 @@ class TinyLMCM:
             raise ValueError(f"prompt_format: must be 'official' or 'compact', got {self.prompt_format!r}")
         prompts = [self._prompt(q, r) for q, r in zip(questions, responses, strict=True)]
         seqs = [self._ids(p) for p in prompts]
-        limit = getattr(self.model.config, "n_positions", None) or getattr(self.model.config, "max_position_embeddings", None)
+        conf = self.model.config
+        limit = getattr(conf, "n_positions", None) or getattr(conf, "max_position_embeddings", None)
         if limit is not None and max(len(s) for s in seqs) > limit:
-            raise ValueError(f"questions: a CM prompt has {max(len(s) for s in seqs)} tokens, the model {limit} positions")
+            longest = max(len(s) for s in seqs)
+            raise ValueError(f"questions: a CM prompt has {longest} tokens, the model only {limit} positions")
         self.cm_ = copy.deepcopy(self.model)
         self.cm_.train()
         opt = torch.optim.AdamW(self.cm_.parameters(), lr=self.lr)

@@ -145,7 +145,8 @@ def make_world(
         qs.append(fact_question(len(qs), kb, int(p) // len(attrs), attrs[int(p) % len(attrs)]))
     order = rng.permutation(len(qs))
     qs = [qs[int(i)] for i in order]
-    qs = [Question(i, q.kind, q.text, q.answer, q.a, q.b, q.op, q.entity, q.attribute, q.rank) for i, q in enumerate(qs)]
+    qs = [Question(i, q.kind, q.text, q.answer, q.a, q.b, q.op, q.entity, q.attribute, q.rank)
+          for i, q in enumerate(qs)]
     return World(tuple(qs), kb)
 
 
@@ -182,7 +183,9 @@ class Split:
         return lookup[np.asarray(qids)]
 
 
-def split_by_question(n_questions: int, rng: np.random.Generator, fractions: tuple[float, float] = (0.70, 0.75)) -> Split:
+def split_by_question(
+    n_questions: int, rng: np.random.Generator, fractions: tuple[float, float] = (0.70, 0.75)
+) -> Split:
     """Shuffle question ids and cut at 70% and 75% (official split, done by question so that no question
     is in train for one target and in eval for another)."""
     n = positive_int(n_questions, "n_questions", minimum=20)

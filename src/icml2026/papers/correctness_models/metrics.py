@@ -130,7 +130,8 @@ def reliability_bins(probs: object, labels: object, n_bins: int = 10) -> tuple[n
     idx = np.minimum((p * n_bins).astype(int), n_bins - 1)
     counts = np.bincount(idx, minlength=n_bins).astype(np.float64)
     safe = np.maximum(counts, 1.0)
-    return np.bincount(idx, weights=p, minlength=n_bins) / safe, np.bincount(idx, weights=y, minlength=n_bins) / safe, counts
+    mean_p = np.bincount(idx, weights=p, minlength=n_bins) / safe
+    return mean_p, np.bincount(idx, weights=y, minlength=n_bins) / safe, counts
 
 
 def auroc(probs: object, labels: object) -> float:

@@ -122,7 +122,9 @@ def _answer_tinylm(world: World, corpus: list[Question], scale: TargetScale, rng
 
 
 # --------------------------------------------------------------------------------------------- gru
-def _answer_gru(world: World, corpus: list[Question], scale: TargetScale, rng: np.random.Generator) -> tuple[list[str], np.ndarray]:
+def _answer_gru(
+    world: World, corpus: list[Question], scale: TargetScale, rng: np.random.Generator
+) -> tuple[list[str], np.ndarray]:
     import torch
     from torch import nn
 
@@ -211,7 +213,9 @@ def _bag_features(texts: list[str], chars: list[str]) -> np.ndarray:
     return x / np.maximum(1.0, np.linalg.norm(x, axis=1, keepdims=True))
 
 
-def _answer_bagmlp(world: World, corpus: list[Question], scale: TargetScale, rng: np.random.Generator) -> tuple[list[str], np.ndarray]:
+def _answer_bagmlp(
+    world: World, corpus: list[Question], scale: TargetScale, rng: np.random.Generator
+) -> tuple[list[str], np.ndarray]:
     import torch
     from torch import nn
 
@@ -256,7 +260,9 @@ def hash_trigram(s: str) -> int:
     return h
 
 
-def _answer_knn(world: World, corpus: list[Question], scale: TargetScale, rng: np.random.Generator) -> tuple[list[str], np.ndarray]:
+def _answer_knn(
+    world: World, corpus: list[Question], scale: TargetScale, rng: np.random.Generator
+) -> tuple[list[str], np.ndarray]:
     memory: dict[str, str] = {}
     for q in corpus:
         memory[q.text] = q.answer
@@ -299,7 +305,9 @@ def _buggy_column_sub(a: int, b: int, rng: np.random.Generator) -> int:
     return out
 
 
-def _answer_rules(world: World, corpus: list[Question], scale: TargetScale, rng: np.random.Generator) -> tuple[list[str], np.ndarray]:
+def _answer_rules(
+    world: World, corpus: list[Question], scale: TargetScale, rng: np.random.Generator
+) -> tuple[list[str], np.ndarray]:
     seen: dict[tuple[int, str], int] = {}
     for q in corpus:
         if q.kind == "fact":
@@ -327,7 +335,7 @@ def _answer_rules(world: World, corpus: list[Question], scale: TargetScale, rng:
     return answers, conf
 
 
-_ANSWERERS = {"tinylm": _answer_tinylm, "gru": _answer_gru, "bagmlp": _answer_bagmlp, "knn": _answer_knn,
+_ANSWERERS: dict[str, Any] = {"tinylm": _answer_tinylm, "gru": _answer_gru, "bagmlp": _answer_bagmlp, "knn": _answer_knn,
               "rules": _answer_rules}
 # Corpus size multipliers: families see different amounts of data, as LLMs of different sizes do.
 _CORPUS_SHARE = {"tinylm": (1.0, 1.0), "gru": (1.0, 0.7), "bagmlp": (0.5, 1.0), "knn": (0.6, 0.8), "rules": (0.0, 0.5)}
