@@ -335,8 +335,9 @@ def _answer_rules(
     return answers, conf
 
 
-_ANSWERERS: dict[str, Any] = {"tinylm": _answer_tinylm, "gru": _answer_gru, "bagmlp": _answer_bagmlp, "knn": _answer_knn,
-              "rules": _answer_rules}
+_ANSWERERS: dict[str, Any] = {
+    "tinylm": _answer_tinylm, "gru": _answer_gru, "bagmlp": _answer_bagmlp, "knn": _answer_knn, "rules": _answer_rules,
+}
 # Corpus size multipliers: families see different amounts of data, as LLMs of different sizes do.
 _CORPUS_SHARE = {"tinylm": (1.0, 1.0), "gru": (1.0, 0.7), "bagmlp": (0.5, 1.0), "knn": (0.6, 0.8), "rules": (0.0, 0.5)}
 
