@@ -21,6 +21,8 @@ def test_configs_reject_bad_values() -> None:
         AttackConfig(t_max=10**9)
     with pytest.raises(ValueError, match="source"):
         TransferConfig(source="kb", target="kb")
+    with pytest.raises(ValueError, match="n_probe"):
+        TransferConfig(source="kb", target="units", n_probe=200)
 
 
 # transfer in the default suite; the two heavier smoke runs (~10 s each) are slow-only (tests/core's

@@ -54,6 +54,8 @@ class TransferConfig(AttackConfig):
     def __post_init__(self) -> None:
         if self.source == self.target:
             raise ValueError(f"source = {self.source!r}: must differ from target")
+        if self.source == "kb" and self.n_probe > 150:  # the fictional KB yields 180 distinct queries
+            raise ValueError(f"n_probe = {self.n_probe}: must be <= 150 when source is 'kb'")
 
 
 def _suite(cfg: AttackConfig, rng: np.random.Generator, domains: tuple[str, ...] = DOMAINS,
