@@ -165,10 +165,14 @@ def simulator(cfg: SimulatorConfig, rng: np.random.Generator) -> Outcome:
             "independent_gain_25x",
             metrics["independent_gain"],
             ">= 0.30",
-            paper="0.60 -> ~0.99 (brief prototype)",
         ),
-        Check("correlated_abs_gain_25x", abs(metrics["correlated_gain"]), "<= 0.03", paper="0.49 -> 0.50-0.51"),
-        Check("correlated_both_wrong_over_chance", ratio, ">= 2.0", paper="0.77 / 0.33"),
+        Check(
+            "correlated_abs_gain_25x",
+            abs(metrics["correlated_gain"]),
+            "<= 0.03",
+            paper="no consistent gain from polling (abstract)",
+        ),
+        Check("correlated_both_wrong_over_chance", ratio, ">= 2.0", paper="errors strongly correlated (abstract)"),
         Check("independent_exact_self_err", metrics["independent_self_exact_err"], "<= 0.01"),
         Check("correlated_exact_self_err", metrics["correlated_self_exact_err"], "<= 0.01"),
         Check("independent_limit_err", metrics["independent_limit_err"], "<= 0.01"),
@@ -564,7 +568,12 @@ def random_strings(cfg: RandomStringsConfig, rng: np.random.Generator) -> Outcom
     ax.set_xticks([0.17, 1.17], labels)
     ax.legend()
     checks = [
-        Check("same_corpus_agreement_over_chance", metrics["same_over_chance"], ">= 1.5", paper="C4: correlated"),
+        Check(
+            "same_corpus_agreement_over_chance",
+            metrics["same_over_chance"],
+            ">= 1.5",
+            paper="different models produce correlated outputs (abstract)",
+        ),
         Check("control_agreement_over_independence", metrics["control_over_independence"], "in [0.833, 1.2]"),
         # The probe must reach every family: before the probes were written one symbol per word, the
         # word-level families saw <unk> for every probe and this s.d. was <= 8e-15.
