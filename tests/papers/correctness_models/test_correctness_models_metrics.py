@@ -7,8 +7,8 @@ import pytest
 
 from icml2026.papers.correctness_models import (
     accuracy_at_coverage,
-    auroc,
     aurc,
+    auroc,
     brier_score,
     cm_accuracy,
     expected_calibration_error,
@@ -98,7 +98,8 @@ def test_auroc_matches_sklearn_and_pairwise_count():
     p = np.round(rng.random(400), 2)  # ties included
     y = (rng.random(400) < p).astype(int)
     pos, neg = p[y == 1], p[y == 0]
-    pairwise = (np.sum(pos[:, None] > neg[None, :]) + 0.5 * np.sum(pos[:, None] == neg[None, :])) / (pos.size * neg.size)
+    wins = np.sum(pos[:, None] > neg[None, :]) + 0.5 * np.sum(pos[:, None] == neg[None, :])
+    pairwise = wins / (pos.size * neg.size)
     assert auroc(p, y) == pytest.approx(roc_auc_score(y, p), abs=1e-12)
     assert auroc(p, y) == pytest.approx(pairwise, abs=1e-12)
 

@@ -158,3 +158,17 @@ def test_tiny_lm_cm_learns_a_planted_signal_with_loss_on_the_last_token():
     raw = cm.predict(ev[0], ev[1], renorm=False)
     assert np.all(raw <= p + 1e-12)  # the raw softmax at "yes" never exceeds its renormalised value
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))  # init untouched
+
+
+def test_self_confidence_baselines():
+    from icml2026.papers.correctness_models import calibrated_self_confidence, self_confidence
+
+    recs = [{"target_confidence": 0.9}, {"target_confidence": 0.2}]
+    np.testing.assert_array_equal(self_confidence(recs), [0.9, 0.2])
+    with pytest.raises(ValueError, match="target_confidence"):
+        self_confidence([{"x": 1}])
+    with pytest.raises(ValueError, match="<= 1"):
+        self_confidence([{"target_confidence": 1.5}])
+    # an over-confident self-confidence (always 0.95 on 50% accuracy) is pulled to the base rate
+    out = calibrated_self_confidence("isotonic", [0.95] * 10, [1, 0] * 5, [0.95, 0.95])
+    np.testing.assert_allclose(out, [0.5, 0.5])

@@ -20,8 +20,9 @@ ECE, RMSCE, AURC       ``expected_calibration_error``, ``rms_calibration_error``
 """
 
 from .backends import YesNoHTTPBackend, next_token_distribution, prob_yes_local, serve_yes_no_model
+from .baselines import RetrievalCM, calibrated_self_confidence, self_confidence
 from .calibration import CALIBRATORS, Calibrator, fit_calibrator
-from .cms import Embedder, FeatureCM, RetrievalCM, TinyLMCM, yes_no_token_ids
+from .cms import Embedder, FeatureCM, TinyLMCM, yes_no_token_ids
 from .data import HISTORY_FIELDS, Split, World, make_world, read_history, split_by_question, write_history
 from .metrics import (
     RiskCoverage,
@@ -62,6 +63,7 @@ __all__ = [
     "aurc",
     "brier_score",
     "build_histories",
+    "calibrated_self_confidence",
     "cm_accuracy",
     "cm_prompt",
     "expected_calibration_error",
@@ -75,6 +77,7 @@ __all__ = [
     "reliability_bins",
     "risk_coverage",
     "rms_calibration_error",
+    "self_confidence",
     "serve_yes_no_model",
     "split_by_question",
     "verbalized_prompt",

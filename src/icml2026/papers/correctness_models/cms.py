@@ -3,8 +3,6 @@
 =============  ===========================================================================================
 FeatureCM      logistic regression over MiniLM (all-MiniLM-L6-v2) embeddings of the CM input; the stand-in
                for the paper's fine-tuned Qwen3-8B CM (SCM: one target's history, GCM: pooled histories)
-RetrievalCM    k nearest past examples of the same target (MiniLM cosine over question + response, the
-               embedding Chroma uses by default); confidence = distance-weighted mean correctness, no training
 TinyLMCM       a ``transformers`` causal LM fine-tuned on the official-format CM prompt with the loss on the
                final yes/no token only; confidence = softmax at the last position read at "yes"
                (``renorm=True`` renormalises over {yes, no}; ``renorm=False`` is what the official code does)
@@ -23,9 +21,9 @@ from icml2026.core.progress import track
 from icml2026.core.rng import torch_generator
 from icml2026.core.validate import as_array, as_labels, positive_int, same_length
 
-from .prompts import HistoryExample, cm_prompt
+from .prompts import cm_prompt
 
-__all__ = ["Embedder", "FeatureCM", "HashedEncoder", "RetrievalCM", "TinyLMCM", "yes_no_token_ids"]
+__all__ = ["Embedder", "FeatureCM", "HashedEncoder", "TinyLMCM", "yes_no_token_ids"]
 
 
 class HashedEncoder:
@@ -148,64 +146,6 @@ class FeatureCM:
         same_length(questions=questions, responses=responses, targets=targets)
         x = _features(self.embedder, questions, responses, targets, self.variant, self.target_names)
         return self.model_.predict_proba((x - self.mean_) / self.scale_)[:, 1]
-
-
-class RetrievalCM:
-    """In-context history without training: the k nearest past examples of the same target.
-
-    Confidence for a query = ``(prior + sum_i w_i y_i) / (1 + sum_i w_i)`` with ``w_i = 1 / (d_i + 0.05)``,
-    ``d_i = 1 - cos`` (Chroma's cosine distance) and ``prior`` the target's base rate in its history, so an
-    isolated query falls back towards the base rate.
-
-    :meth:`examples` returns the retrieved examples for an LLM prompt (:func:`prompts.history_prompt`).
-
-    # Deviation: Chroma embeds the whole retrieval document; we embed question and response separately
-    # (the vectors FeatureCM already computed) and use their normalised sum as the document vector.
-    """
-
-    def __init__(self, embedder: Embedder, k: int = 16) -> None:
-        self.embedder = embedder
-        self.k = positive_int(k, "k", maximum=10**4)
-
-    def _docs(self, questions: Sequence[str], responses: Sequence[str]) -> np.ndarray:
-        v = self.embedder.embed(questions) + self.embedder.embed(responses)
-        return v / np.maximum(1e-12, np.linalg.norm(v, axis=1, keepdims=True))
-
-    def fit(self, questions: Sequence[str], responses: Sequence[str], targets: Sequence[str],
-            labels: object) -> RetrievalCM:
-        y = as_labels(labels, "labels", binary=True)
-        same_length(questions=questions, responses=responses, targets=targets, labels=y)
-        self.store_: dict[str, tuple[np.ndarray, np.ndarray, list[str], list[str]]] = {}
-        t_arr = np.asarray(targets)
-        emb = self._docs(questions, responses)
-        for t in sorted(set(targets)):
-            m = np.flatnonzero(t_arr == t)
-            self.store_[t] = (emb[m], y[m], [questions[i] for i in m], [responses[i] for i in m])
-        return self
-
-    def _neighbours(self, q: str, r: str, target: str) -> tuple[np.ndarray, np.ndarray]:
-        if target not in self.store_:
-            raise ValueError(f"targets: no history for target {target!r}")
-        emb, _, _, _ = self.store_[target]
-        d = 1.0 - emb @ self._docs([q], [r])[0]
-        k = min(self.k, d.size)
-        idx = np.argsort(d, kind="stable")[:k]
-        return idx, d[idx]
-
-    def predict(self, questions: Sequence[str], responses: Sequence[str], targets: Sequence[str]) -> np.ndarray:
-        same_length(questions=questions, responses=responses, targets=targets)
-        out = np.zeros(len(questions))
-        for i, (q, r, t) in enumerate(zip(questions, responses, targets, strict=True)):
-            idx, d = self._neighbours(q, r, t)
-            ys = self.store_[t][1]
-            w = 1.0 / (np.maximum(d, 0.0) + 0.05)
-            out[i] = (ys.mean() + float(np.sum(w * ys[idx]))) / (1.0 + float(np.sum(w)))
-        return out
-
-    def examples(self, question: str, response: str, target: str) -> list[HistoryExample]:
-        idx, d = self._neighbours(question, response, target)
-        _, ys, qs, rs = self.store_[target]
-        return [HistoryExample(qs[i], rs[i], bool(ys[i]), float(di)) for i, di in zip(idx, d, strict=True)]
 
 
 def yes_no_token_ids(tokenizer: Any, yes: str = "yes", no: str = "no", *, first_token: bool = False) -> tuple[int, int]:

@@ -175,7 +175,8 @@ def _fit_predict(embedder, variant, c, train, evals, names):  # type: ignore[no-
     },
 )
 def gcm(cfg: GCMConfig, rng: np.random.Generator) -> Outcome:
-    from .cms import Embedder, HashedEncoder, RetrievalCM
+    from .baselines import RetrievalCM
+    from .cms import Embedder, HashedEncoder
     from .pipeline import build_histories
 
     r_hist, r_boot = spawn(rng, 2)
