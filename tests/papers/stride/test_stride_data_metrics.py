@@ -43,13 +43,13 @@ def test_calibrate_sigma_hits_the_requested_fraction():
 
 @pytest.fixture(scope="module")
 def protein_task():
-    return make_protein_task(np.random.default_rng(1), length=16, n_train=30, n_test=5, targets_per_source=8)
+    return make_protein_task(np.random.default_rng(1), length=16, n_train=12, n_test=3, targets_per_source=8)
 
 
 def test_protein_task_follows_the_brief(protein_task):
     t = protein_task
-    assert len(t.train_sources) == 30 and len(t.test_sources) == 5
-    assert len(set(t.train_sources + t.test_sources)) == 35
+    assert len(t.train_sources) == 12 and len(t.test_sources) == 3
+    assert len(set(t.train_sources + t.test_sources)) == 15
     for s in t.train_sources + t.test_sources:
         assert len(s) == 16 and 1 <= edit_distance(t.ancestor, s) <= 4  # 1-4 substitutions
         assert 1 <= len(t.targets[s]) <= 8
@@ -61,7 +61,7 @@ def test_protein_task_follows_the_brief(protein_task):
     rng = np.random.default_rng(2)
     outs = random_perturbation(t.ancestor, 400, rng)
     assert np.mean([t.oracle.score(o) > t.oracle.score(t.ancestor) for o in outs]) < 0.35
-    again = make_protein_task(np.random.default_rng(1), length=16, n_train=30, n_test=5, targets_per_source=8)
+    again = make_protein_task(np.random.default_rng(1), length=16, n_train=12, n_test=3, targets_per_source=8)
     assert again.train_sources == t.train_sources and again.targets == t.targets  # deterministic
 
 
@@ -93,12 +93,12 @@ def test_executed_output_applies_the_gate():
 
 @pytest.fixture(scope="module")
 def molecule_task():
-    return make_molecule_task(np.random.default_rng(0), n_train=300, n_test=40, n_scaffolds=2)
+    return make_molecule_task(np.random.default_rng(0), n_train=300, n_test=20, n_scaffolds=1)
 
 
 def test_molecule_task_pairs_are_labelled_strictly(molecule_task):
     t = molecule_task
-    assert len(t.train) == 300 and len(t.test_prompts) == 40
+    assert len(t.train) == 300 and len(t.test_prompts) == 20
     train_src = {e.src for e in t.train}
     assert not train_src & {s for s, _ in t.test_prompts}  # held-out sources never appear in training
     for e in t.train[:100]:

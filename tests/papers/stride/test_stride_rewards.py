@@ -96,7 +96,7 @@ def test_molecule_reward_matches_its_definition(src, out, ins):
     po, mo = _rdkit_props(out)
     thr = {"logP": 0.5, "QED": 0.1, "TPSA": 10.0, "HBA": 1.0, "HBD": 1.0}  # brief: strict thresholds
     signed = [(po[p] - ps[p]) * s for p, s in INSTRUCTIONS[ins]]
-    r_prop = 1.0 if all(v >= thr[p] for v, (p, _) in zip(signed, INSTRUCTIONS[ins])) else (
+    r_prop = 1.0 if all(v >= thr[p] for v, (p, _) in zip(signed, INSTRUCTIONS[ins], strict=True)) else (
         0.5 if all(v > 0 for v in signed) else 0.0)
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)
     sim = DataStructs.TanimotoSimilarity(gen.GetFingerprint(ms), gen.GetFingerprint(mo))

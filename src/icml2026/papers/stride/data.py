@@ -117,10 +117,10 @@ def make_protein_task(
     sources: list[str] = []
     seen = {ancestor}
     while len(sources) < n_train + n_test:
-        s = list(ancestor)
+        mutant = list(ancestor)
         for p in rng.choice(length, size=int(rng.integers(1, max_substitutions + 1)), replace=False):
-            s[p] = AMINO_ACIDS[int(rng.choice([i for i in range(20) if AMINO_ACIDS[i] != s[p]]))]
-        cand_s = "".join(s)
+            mutant[p] = AMINO_ACIDS[int(rng.choice([i for i in range(20) if AMINO_ACIDS[i] != mutant[p]]))]
+        cand_s = "".join(mutant)
         if cand_s not in seen:
             seen.add(cand_s)
             sources.append(cand_s)
@@ -136,12 +136,12 @@ def make_protein_task(
         for _ in range(200 * targets_per_source):
             if len(kept) == targets_per_source:
                 break
-            v = random_variant(s, rng, max_edits)
-            if v == s or v in kept or not 1 <= edit_distance(s, v) <= max_edits:
+            var = random_variant(s, rng, max_edits)
+            if var == s or var in kept or not 1 <= edit_distance(s, var) <= max_edits:
                 continue
-            f_v = oracle.score(v)
+            f_v = oracle.score(var)
             if f_v + sigma * rng.standard_normal() > f_src:
-                kept.append(v)
+                kept.append(var)
                 n_true += f_v > f_src
         n_kept += len(kept)
         targets[s] = kept

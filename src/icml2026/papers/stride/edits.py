@@ -193,7 +193,7 @@ def apply_script(seq: str | Sequence[str], script: Sequence[Edit]) -> str | list
         elif e.op == "DELETE":
             del cur[e.pos]
         else:
-            cur[e.pos] = e.new  # type: ignore[call-overload]
+            cur[e.pos] = e.new  # type: ignore[call-overload,assignment]
     return "".join(cur) if is_str else cur
 
 

@@ -22,7 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -181,7 +181,7 @@ def build_policy(vocab: EditVocab, cfg: PolicyConfig, generator: torch.Generator
     """A fresh causal LM (``transformers.GPT2LMHeadModel`` or ``LlamaForCausalLM`` from a config) over ``vocab``."""
     model = build_tiny_causal_lm(
         TinyLMConfig(family=cfg.family, d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads,
-                     max_len=cfg.max_len), vocab, generator)
+                     max_len=cfg.max_len), cast(Any, vocab), generator)
     model.eval()
     return model
 
@@ -216,7 +216,7 @@ def _cache_kw(model: Any) -> str:
 
 def _max_positions(model: Any) -> int:
     c = model.config
-    return int(getattr(c, "n_positions", None) or getattr(c, "max_position_embeddings"))
+    return int(getattr(c, "n_positions", None) or c.max_position_embeddings)
 
 
 @torch.no_grad()
@@ -252,7 +252,7 @@ def sample(
         for t in range(max_new_tokens):
             pos = (mask.cumsum(-1) - 1).clamp(min=0)
             if use_cache:
-                extra = {kw: cache} if cache is not None else {}
+                extra: dict[str, Any] = {kw: cache} if cache is not None else {}
                 res = model(input_ids=cur_ids, attention_mask=mask, position_ids=pos[:, -cur_ids.shape[1]:],
                             use_cache=True, **extra)
                 cache = getattr(res, kw)
