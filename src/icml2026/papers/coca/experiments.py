@@ -243,12 +243,12 @@ _SPREAD_KEYS = (
 @experiment(
     "coca.toy_coca",
     claim="Training a linear (LoReFT) intervention on COCA-refactored data concentrates harmfulness into a "
-    "linearly decodable direction that the base model does not already have, and lowers held-out jailbreak "
-    "ASR without losing benign accuracy or over-refusing (statements over seeds).",
+    "linearly decodable direction that the base model does not already have, and lowers in-distribution and "
+    "held-out jailbreak ASR without over-refusing or losing in-distribution benign accuracy (over seeds).",
     presets={
         "smoke": ToyExperimentConfig(
             n_values=4, n_fillers=2, d_model=16, n_layers=2, n_heads=2, rank=2, pretrain_steps=20,
-            align_steps=10, batch_size=8, n_seeds=2,
+            align_steps=10, batch_size=8, n_seeds=1,
         ),
         "quick": ToyExperimentConfig(n_seeds=1),
         "full": ToyExperimentConfig(n_seeds=5),
