@@ -75,7 +75,8 @@ class MetricsConfig:
     "correctness_models.metrics",
     claim="The official metrics behave as their definitions require: ECE ~ 0 for calibrated scores, "
     "ECE = 1 - accuracy for p = 1, AURC of the oracle ranking = e + (1 - e) ln(1 - e), ECE equals netcal.",
-    presets={"quick": MetricsConfig(), "full": MetricsConfig(n_calibrated=2_000_000, n_oracle=100_000)},
+    presets={"smoke": MetricsConfig(n_calibrated=20_000, n_oracle=1000), "quick": MetricsConfig(),
+             "full": MetricsConfig(n_calibrated=2_000_000, n_oracle=100_000)},
 )
 def metrics(cfg: MetricsConfig, rng: np.random.Generator) -> Outcome:
     from netcal.metrics import ECE
