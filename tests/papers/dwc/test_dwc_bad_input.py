@@ -163,3 +163,13 @@ def test_helpers_validate_arguments(policy):
         efd_constants(0)
     with pytest.raises(ValueError, match="empty"):
         MLPActor(4, 1, 8).deterministic(np.zeros((0, 4)))
+
+
+def test_experiments_check_for_the_simulator_before_training(monkeypatch, tmp_path):
+    from icml2026.core import make_rng
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    for name in ("sanity_fit", "sac_pendulum"):
+        exp = get_experiment(f"dwc.{name}")
+        with pytest.raises(MissingDependency, match="apt-get install iverilog"):
+            exp(exp.presets["smoke"], make_rng(0))

@@ -30,6 +30,12 @@ from .verilog import export_verilog, have_yosys, simulate, synth_stats
 __all__ = ["SanityConfig", "PendulumConfig", "HopperConfig", "sac_compare", "verify_circuit"]
 
 
+def _require_simulator() -> None:
+    """:class:`MissingDependency` (``apt-get install iverilog``) unless iverilog and its ``vvp`` are on PATH."""
+    require_tool("iverilog", apt="iverilog")
+    require_tool("vvp", apt="iverilog")
+
+
 def verify_circuit(policy: DWCPolicy, observations: np.ndarray, n_random: int, rng: np.random.Generator,
                    with_yosys: bool = False) -> dict[str, float]:
     """Criterion 3: torch discrete forward == numpy integer model == Verilog simulation (popcounts).
@@ -43,8 +49,7 @@ def verify_circuit(policy: DWCPolicy, observations: np.ndarray, n_random: int, r
     MissingDependency
         iverilog (or its ``vvp`` runtime) is not installed.
     """
-    require_tool("iverilog", apt="iverilog")
-    require_tool("vvp", apt="iverilog")
+    _require_simulator()
     if not isinstance(policy, DWCPolicy):
         raise ValueError(f"policy: expected a DWCPolicy, got {type(policy).__name__}")
     observations = as_array(observations, "observations", ndim=2, min_size=0)
@@ -111,6 +116,7 @@ def _r2(pred: np.ndarray, y: np.ndarray) -> float:
              "smoke": SanityConfig(n_luts=16, bits=15, steps=20, n_train=512, n_test=100, n_random_vectors=100)},
 )
 def sanity_fit(cfg: SanityConfig, rng: np.random.Generator) -> Outcome:
+    _require_simulator()  # before training, so that a missing simulator costs no training time
     r_data, r_dwc, r_mlp, r_vec = spawn(rng, 4)
     law = data.lqr_cartpole_law()
     x, xt = data.sample_states(law, cfg.n_train, r_data), data.sample_states(law, cfg.n_test, r_data)
@@ -308,6 +314,7 @@ def sac_hopper(cfg: HopperConfig, rng: np.random.Generator) -> Outcome:
 
 def sac_compare(cfg: PendulumConfig, rng: np.random.Generator) -> Outcome:
     """Train DWC (and the baselines of ``cfg``) with SAC, verify every DWC circuit, check the claim."""
+    _require_simulator()  # before training, so that a missing simulator costs no training time
     seeds = spawn(rng, cfg.n_seeds)
     streams = [spawn(r, 4) for r in seeds]  # per seed: DWC, FP32 MLP, verification vectors, QAT MLP
     which = {"dwc": 0, "mlp": 1, "qmlp": 3}

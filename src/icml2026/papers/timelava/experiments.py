@@ -451,7 +451,7 @@ class PruningConfig:
     prune_fracs: tuple[float, ...] = param((0.05, 0.1, 0.2), 0.0, 0.5, lo_open=True, min_len=1, max_len=10)
     ar_order: int = param(32, 1, 512, help="less than block")
     ridge: float = param(1e-3, 1e-8, 1e3, help="ridge penalty (times the number of rows) of the AR fit")
-    random_draws: int = param(20, 1, 1000)
+    random_draws: int = param(20, 1, 200, help="full: 100; each draw refits the AR model at every fraction")
 
     def __post_init__(self) -> None:
         if self.ar_order >= self.block:
