@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
 from typing import Any
 
 import numpy as np
 
 from icml2026.core import Check, Outcome, experiment, spawn
+from icml2026.core.config import config, param
 from icml2026.core.plotting import new_figure
 
 from .baselines import CuttingPlaneLearner, OnlineGradientLearner, OnlineNewtonStepLearner
@@ -33,11 +34,6 @@ _LABELS = {
 }
 
 
-def _positive_int(name: str, value: Any, minimum: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-
-
 def _make_learner(
     name: str, d: int, instances: list[FeasibleSet], cp_samples: int, rng: np.random.Generator
 ) -> Learner:
@@ -54,6 +50,13 @@ def _make_learner(
     if name == "cp":
         return CuttingPlaneLearner(d, n_samples=cp_samples, rng=rng)
     raise ValueError(f"unknown learner {name!r}")
+
+
+def _ratio(num: float, den: float) -> float:
+    """num / den; a zero denominator gives inf (num > 0) or NaN (0 / 0: no comparison, the check fails)."""
+    if den > 0:
+        return num / den
+    return math.inf if num > 0 else math.nan
 
 
 def _mean_curve_figure(
@@ -75,31 +78,29 @@ def _mean_curve_figure(
 # ---------------------------------------------------------------------------------------------------
 
 
-def _check_env(env: str) -> None:
-    """Config validation shared by the experiments: ``env`` must name a feasible-set family."""
-    if env not in ENVIRONMENTS:
-        raise ValueError(f"env must be one of {sorted(ENVIRONMENTS)}, got {env!r}")
+_ENVS = tuple(sorted(ENVIRONMENTS))
+# Shared bounds. d <= 18: the exact centroid (DP over order ideals, O(d 2^d)); the sampling route beyond is
+# not what these experiments measure. Rounds and seeds: the upper ends still run in minutes on a CPU.
+_D_MAX = 18
+_ROUNDS_MAX = 20_000
+_SEEDS_MAX = 20
 
 
-@dataclass(frozen=True)
+@config
 class FiniteRegretConfig:
-    d: int = 10  # brief: d = 10 for the headline comparison
-    n_rounds: int = 2000  # issue: T = 2000 (quick), up to 10^4 (full)
-    n_seeds: int = 5  # Deviation: brief asks 10 seeds; the issue 5
-    envs: tuple[str, ...] = ("uniform", "box_sum")
-    learners: tuple[str, ...] = LEARNERS
-    cp_samples_per_dim: int = 1000  # Deviation: notebook uses 10^4 per dimension (speed)
+    d: int = param(10, 2, _D_MAX, help="dimension; brief: d = 10 for the headline comparison")
+    n_rounds: int = param(2000, 2, _ROUNDS_MAX, help="rounds T; issue: 2000 (quick), up to 10^4 (full)")
+    n_seeds: int = param(5, 1, _SEEDS_MAX, help="seeds. Deviation: brief asks 10 seeds; the issue 5")
+    envs: tuple[str, ...] = param(("uniform", "box_sum"), choices=_ENVS, min_len=1, max_len=len(_ENVS),
+                                  help="feasible-set families")
+    learners: tuple[str, ...] = param(LEARNERS, choices=LEARNERS, min_len=1, max_len=len(LEARNERS),
+                                      help="learners; must include 'centroid'")
+    cp_samples_per_dim: int = param(1000, 1, 10_000,
+                                    help="cutting-plane samples per dimension. Deviation: notebook 10^4")
 
     def __post_init__(self) -> None:
-        _positive_int("d", self.d, 2)
-        _positive_int("n_rounds", self.n_rounds, 2)
-        _positive_int("n_seeds", self.n_seeds)
-        _positive_int("cp_samples_per_dim", self.cp_samples_per_dim)
-        bad = [e for e in self.envs if e not in ENVIRONMENTS]
-        if bad or not self.envs:
-            raise ValueError(f"envs must be a non-empty subset of {sorted(ENVIRONMENTS)}, got {self.envs}")
-        if "centroid" not in self.learners or any(x not in LEARNERS for x in self.learners):
-            raise ValueError(f"learners must include 'centroid' and lie in {LEARNERS}, got {self.learners}")
+        if "centroid" not in self.learners:
+            raise ValueError(f"learners must include 'centroid', got {self.learners}")
 
 
 @experiment(
@@ -169,7 +170,7 @@ def finite_regret(cfg: FiniteRegretConfig, rng: np.random.Generator) -> Outcome:
                 checks.append(
                     Check(
                         f"{env}_{base}_over_centroid_regret",
-                        metrics[f"{env}_{base}_regret_mean"] / metrics[f"{env}_centroid_regret_mean"],
+                        _ratio(metrics[f"{env}_{base}_regret_mean"], metrics[f"{env}_centroid_regret_mean"]),
                         "> 1",
                         paper="ours lower (O(d log d) vs O(d log T) / O(sqrt T))",
                     )
@@ -178,7 +179,7 @@ def finite_regret(cfg: FiniteRegretConfig, rng: np.random.Generator) -> Outcome:
             checks.append(
                 Check(
                     f"{env}_ons_over_centroid_wrong",
-                    metrics[f"{env}_ons_wrong_mean"] / metrics[f"{env}_centroid_wrong_mean"],
+                    _ratio(metrics[f"{env}_ons_wrong_mean"], metrics[f"{env}_centroid_wrong_mean"]),
                     "> 1",
                     paper="ours fewer (prior-work reference run: ~18 vs ~5)",
                 )
@@ -190,22 +191,14 @@ def finite_regret(cfg: FiniteRegretConfig, rng: np.random.Generator) -> Outcome:
 
 
 # ---------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@config
 class WrongVsDConfig:
-    dims: tuple[int, ...] = (4, 6, 8, 10, 12)  # brief: d in {6, 8, 10, 12, 16}
-    n_rounds: int = 300  # wrong rounds saturate within a few hundred rounds
-    n_seeds: int = 3
-    env: str = "uniform"
+    dims: tuple[int, ...] = param((4, 6, 8, 10, 12), 2, _D_MAX, min_len=1, max_len=17,
+                                  help="dimensions (exact centroid); brief: d in {6, 8, 10, 12, 16}")
+    n_rounds: int = param(300, 1, _ROUNDS_MAX, help="rounds; wrong rounds saturate within a few hundred")
+    n_seeds: int = param(3, 1, _SEEDS_MAX, help="seeds per d")
+    env: str = param("uniform", choices=_ENVS, help="feasible-set family")
     with_ons: bool = True
-
-    def __post_init__(self) -> None:
-        if not self.dims or any(
-            isinstance(d, bool) or not isinstance(d, int) or not 2 <= d <= 18 for d in self.dims
-        ):
-            raise ValueError(f"dims must be integers in [2, 18] (exact centroid), got {self.dims}")
-        _positive_int("n_rounds", self.n_rounds)
-        _positive_int("n_seeds", self.n_seeds)
-        _check_env(self.env)
 
 
 @experiment(
@@ -274,31 +267,23 @@ def wrong_vs_d(cfg: WrongVsDConfig, rng: np.random.Generator) -> Outcome:
 
 
 # ---------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@config
 class CorruptionConfig:
-    d: int = 10
-    n_rounds: int = 600  # brief: T = 5000 (full)
-    n_seeds: int = 3
-    corruptions: tuple[int, ...] = (0, 5, 20)  # issue: C in {0, 5, 20}
-    env: str = "uniform"
-    corruption: str = "worst"  # Deviation: "random" = a random vertex, not uniform
+    d: int = param(10, 2, _D_MAX, help="dimension")
+    n_rounds: int = param(600, 1, _ROUNDS_MAX, help="rounds; brief: T = 5000 (full)")
+    n_seeds: int = param(3, 1, _SEEDS_MAX, help="seeds per C")
+    corruptions: tuple[int, ...] = param((0, 5, 20), 0, _ROUNDS_MAX, min_len=1, max_len=10,
+                                         help="numbers of corrupted rounds C (each <= n_rounds); issue: 0, 5, 20")
+    env: str = param("uniform", choices=_ENVS, help="feasible-set family")
+    corruption: str = param("worst", choices=("worst", "random"),
+                            help="corrupted action. Deviation: 'random' = a random vertex, not uniform")
     with_ons: bool = True
 
     def __post_init__(self) -> None:
-        _positive_int("d", self.d, 2)
-        _positive_int("n_rounds", self.n_rounds)
-        _positive_int("n_seeds", self.n_seeds)
-        if (
-            any(
-                isinstance(c, bool) or not isinstance(c, int) or not 0 <= c <= self.n_rounds
-                for c in self.corruptions
+        if max(self.corruptions) > self.n_rounds:
+            raise ValueError(
+                f"corruptions must be integers in [0, n_rounds = {self.n_rounds}], got {self.corruptions}"
             )
-            or not self.corruptions
-        ):
-            raise ValueError(f"corruptions must be integers in [0, n_rounds], got {self.corruptions}")
-        _check_env(self.env)
-        if self.corruption not in ("worst", "random"):
-            raise ValueError(f"corruption must be 'worst' or 'random', got {self.corruption!r}")
 
 
 @experiment(
@@ -382,21 +367,15 @@ def corruption(cfg: CorruptionConfig, rng: np.random.Generator) -> Outcome:
 
 
 # ---------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@config
 class GapSweepConfig:
-    d: int = 10
-    n_rounds: int = 500  # full: 5000
-    n_seeds: int = 3
-    deltas: tuple[float, ...] = (1.0, 1e-1, 1e-2, 1e-3)  # issue: delta in {1, 1e-1, 1e-2, 1e-3}
-    env: str = "uniform"
-
-    def __post_init__(self) -> None:
-        _positive_int("d", self.d, 2)
-        _positive_int("n_rounds", self.n_rounds)
-        _positive_int("n_seeds", self.n_seeds)
-        if not self.deltas or any(not (isinstance(x, (int, float)) and x > 0) for x in self.deltas):
-            raise ValueError(f"deltas must be positive numbers, got {self.deltas}")
-        _check_env(self.env)
+    d: int = param(10, 2, _D_MAX, help="dimension")
+    n_rounds: int = param(500, 1, _ROUNDS_MAX, help="rounds; full: 5000")
+    n_seeds: int = param(3, 1, _SEEDS_MAX, help="seeds")
+    # (0, 1e3]: gaps below ~1e-12 of the typical gap 1..2 vanish in float64 after normalisation.
+    deltas: tuple[float, ...] = param((1.0, 1e-1, 1e-2, 1e-3), 1e-12, 1e3, min_len=1, max_len=20,
+                                      help="minimum coordinate gaps of w*; issue: 1, 1e-1, 1e-2, 1e-3")
+    env: str = param("uniform", choices=_ENVS, help="feasible-set family")
 
 
 @experiment(
@@ -477,23 +456,19 @@ def gap_sweep(cfg: GapSweepConfig, rng: np.random.Generator) -> Outcome:
 
 
 # ---------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@config
 class SegmentConfig:
-    n: int = 2  # notebook: n = 2
-    n_rounds: int = 10_000  # notebook: T = 10^4
-    n_trials: int = 5  # notebook: 10 trials
-    cp_samples_per_dim: int = 10_000  # notebook: cp_init_factor = 10^4
-    learners: tuple[str, ...] = ("ons", "ogd", "cp")
+    n: int = param(2, 1, 50, help="dimension; notebook: n = 2")
+    # >= 100: the growth check compares the regret at T with that at T / 10.
+    n_rounds: int = param(10_000, 100, 50_000, help="rounds T; notebook: 10^4")
+    n_trials: int = param(5, 1, _SEEDS_MAX, help="trials; notebook: 10")
+    cp_samples_per_dim: int = param(10_000, 1, 20_000, help="cutting-plane samples per dimension; notebook: 10^4")
+    learners: tuple[str, ...] = param(("ons", "ogd", "cp"), choices=("ons", "ogd", "cp"), min_len=2, max_len=3,
+                                      help="learners; must contain 'ons' and 'ogd'")
 
     def __post_init__(self) -> None:
-        if not {"ons", "ogd"} <= set(self.learners) or not set(self.learners) <= {"ons", "ogd", "cp"}:
-            raise ValueError(
-                f"learners must contain 'ons' and 'ogd' and lie in (ons, ogd, cp), got {self.learners}"
-            )
-        _positive_int("n", self.n)
-        _positive_int("n_rounds", self.n_rounds, 100)
-        _positive_int("n_trials", self.n_trials)
-        _positive_int("cp_samples_per_dim", self.cp_samples_per_dim)
+        if not {"ons", "ogd"} <= set(self.learners):
+            raise ValueError(f"learners must contain 'ons' and 'ogd', got {self.learners}")
 
 
 @experiment(
@@ -528,7 +503,7 @@ def notebook_segment(cfg: SegmentConfig, rng: np.random.Generator) -> Outcome:
     checks = [
         Check(
             "ons_over_ogd_regret",
-            metrics["ons_regret_mean"] / metrics["ogd_regret_mean"],
+            _ratio(metrics["ons_regret_mean"], metrics["ogd_regret_mean"]),
             "< 1",
             paper="ONS 7.81 vs OGD 8.46 (notebook, 10 trials)",
         ),
