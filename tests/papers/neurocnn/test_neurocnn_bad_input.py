@@ -123,7 +123,7 @@ def test_basis_and_pooling_helpers_validate_arguments():
     (ZeroShotConfig, {"n_modes": 256}, "n_modes"),                  # 5 x 256 tokens for the attention head
     (ZeroShotConfig, {"models": ("neurocnn", "cnn", "cnn")}, "models"),
     (ZeroShotConfig, {"fno_modes": 4096}, "fno_modes"),             # more modes than samples at 75 Hz
-    (ZeroShotConfig, {"n_train": 50_000, "window_s": 120.0, "segment_s": 60.0}, "n_train"),
+    (ZeroShotConfig, {"n_train": 20_000, "window_s": 30.0, "segment_s": 10.0}, "n_train"),
     (ZeroShotConfig, {"segment_s": 20.0}, "segment_s"),
     (ZeroShotConfig, {"cnn_kernel": 8}, "cnn_kernel"),
     (EcgConfig, {"recording_s": 8.5}, "recording_s"),
