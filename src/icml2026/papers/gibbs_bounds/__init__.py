@@ -58,7 +58,7 @@ from .langevin import (
     run_beta_grid,
     sample_prior_weights,
 )
-from .sampler import ChainResult, SGLDConfig, run_sgld_chain, sgld_step, sgld_update
+from .sampler import ChainDivergedError, ChainResult, SGLDConfig, run_sgld_chain, sgld_step, sgld_update
 
 __all__ = [
     "KL_INVERSE_CAP",
@@ -68,6 +68,7 @@ __all__ = [
     "FiniteClassProblem",
     "GridRow",
     "SGLDConfig",
+    "ChainDivergedError",
     "bound_curve",
     "bounded_bce",
     "calibrate_lambda",

@@ -90,8 +90,8 @@ def _validate_grid(betas: np.ndarray, losses: np.ndarray, loss_bound: float) -> 
         )
     if np.any(np.diff(betas) <= 0):
         raise ValueError(f"betas must be strictly increasing, got {betas.tolist()}")
-    if not loss_bound > 0:
-        raise ValueError(f"loss_bound must be positive, got {loss_bound}")
+    if not (loss_bound > 0 and math.isfinite(loss_bound)):
+        raise ValueError(f"loss_bound must be a positive finite number, got {loss_bound}")
     if np.any(losses < 0) or np.any(losses > loss_bound):
         raise ValueError(
             f"mean train losses must lie in [0, loss_bound = {loss_bound}], got range "
@@ -225,6 +225,7 @@ def bound_curve(
         raise ValueError(f"train01 has shape {t01.shape}, betas has shape {np.shape(betas)}")
     if np.any(t01 < 0) or np.any(t01 > 1) or not np.all(np.isfinite(t01)):
         raise ValueError("train01 must lie in [0, 1]")
+    chance = _check_prob("chance", chance)
     gam = np.maximum(gibbs_kl(betas, lbar, lam=lam, loss_bound=loss_bound), 0.0)
     comp = np.array([pac_bayes_complexity(g, n, delta) for g in gam])
     b01 = np.array([kl_inverse_upper(p, c) for p, c in zip(t01, comp, strict=True)])
@@ -254,8 +255,11 @@ def calibrate_lambda(
     lo, hi = float(lam_range[0]), float(lam_range[1])
     if not 0 < lo < hi:
         raise ValueError(f"lam_range must satisfy 0 < lo < hi, got {lam_range}")
-    if not tol > 0:
-        raise ValueError(f"tol must be positive, got {tol}")
+    if not math.isfinite(hi):
+        raise ValueError(f"lam_range must be finite, got {lam_range}")
+    if not (tol > 0 and math.isfinite(tol)):
+        raise ValueError(f"tol must be a positive finite number, got {tol}")
+    target = _check_prob("target", target)
 
     def ok(lam: float) -> bool:
         c = bound_curve(betas, mean_train_losses, train01, n, delta, lam=lam, loss_bound=loss_bound)

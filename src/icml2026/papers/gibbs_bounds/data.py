@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icml2026.core.validate import positive_int
+
 __all__ = [
     "BinaryTask",
     "MNIST1D_TEMPLATES",
@@ -92,8 +94,7 @@ def make_mnist1d(
     x : (n_samples, final_length) float32, standardised to zero mean and unit variance overall.
     y : (n_samples,) int64 class labels in 0..9.
     """
-    if n_samples < 1:
-        raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+    n_samples = positive_int(n_samples, "n_samples")
     lo, hi = padding
     if not 0 <= lo <= hi:
         raise ValueError(f"padding must be (lo, hi) with 0 <= lo <= hi, got {padding}")

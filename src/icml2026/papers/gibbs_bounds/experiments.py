@@ -11,12 +11,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from icml2026.core import Check, Outcome, experiment, spawn
+from icml2026.core.config import config, param
 from icml2026.core.plotting import new_figure
 
 from .bounds import bound_curve, calibrate_lambda, gibbs_kl, pac_bayes_kl_bound
@@ -28,7 +28,7 @@ from .finite import (
     sample_empirical_risks,
 )
 from .langevin import GridRow, run_beta_grid
-from .sampler import SGLDConfig
+from .sampler import ChainDivergedError, SGLDConfig
 
 __all__ = ["FiniteClassConfig", "LangevinBoundsConfig", "finite_class", "langevin_bounds"]
 
@@ -38,33 +38,39 @@ __all__ = ["FiniteClassConfig", "LangevinBoundsConfig", "finite_class", "langevi
 # ---------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+_MAX_CLASS_CELLS = 2 * 10**7  # hypotheses x domain points: the (H, P) prediction table (~160 MB as float64)
+
+
+def _check_grid_from_zero(name: str, betas: tuple[float, ...]) -> None:
+    b = np.asarray(betas, dtype=float)
+    if b[0] != 0.0 or np.any(np.diff(b) <= 0):
+        raise ValueError(f"{name} must start at 0 and be strictly increasing, got {betas}")
+
+
+@config
 class FiniteClassConfig:
-    n_angles: int = 50  # 50 x 40 = 2,000 linear classifiers (brief)
-    n_offsets: int = 40
-    grid_size: int = 20  # 400 domain points
-    eta: float = 0.1  # label noise
-    n_train: int = 100
-    identity_betas: tuple[float, ...] = (1.0, 10.0, 100.0, 1000.0)  # brief
-    n_quad: int = 30000  # trapezoid points (quadratically spaced), see tests for why not 10^4 uniform
-    n_repeats: int = 500  # resampled training sets (brief)
-    delta: float = 0.05  # brief
-    bound_betas: tuple[float, ...] = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0)
+    n_angles: int = param(50, 1, 1000, help="classifier angles; 50 x 40 = 2,000 linear classifiers (brief)")
+    n_offsets: int = param(40, 1, 1000, help="classifier offsets")
+    grid_size: int = param(20, 1, 200, help="domain grid side (400 points)")
+    eta: float = param(0.1, 0.0, 0.5, hi_open=True, help="label noise")
+    n_train: int = param(100, 1, 5000, help="training sample size")
+    identity_betas: tuple[float, ...] = param((1.0, 10.0, 100.0, 1000.0), 0.0, 1e5, lo_open=True, min_len=1,
+                                              max_len=20, help="betas of the KL identity check (brief)")
+    n_quad: int = param(30000, 2, 10**6, help="trapezoid points (quadratically spaced); see tests")
+    n_repeats: int = param(500, 1, 10_000, help="resampled training sets (brief: 500)")
+    delta: float = param(0.05, 0.0, 1.0, lo_open=True, hi_open=True, help="confidence (brief: 0.05)")
+    bound_betas: tuple[float, ...] = param(
+        (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0), 0.0, 1e5, min_len=2,
+        max_len=50, help="beta grid of the bound (starts at 0, increasing)")
 
     def __post_init__(self) -> None:
-        if min(self.n_angles, self.n_offsets, self.grid_size, self.n_train, self.n_repeats) < 1:
-            raise ValueError("sizes must be positive")
-        if self.n_quad < 2:
-            raise ValueError(f"n_quad must be >= 2, got {self.n_quad}")
-        if not 0.0 < self.delta < 1.0:
-            raise ValueError(f"delta must lie in (0, 1), got {self.delta}")
-        if not 0.0 <= self.eta < 0.5:
-            raise ValueError(f"eta must lie in [0, 0.5), got {self.eta}")
-        b = np.asarray(self.bound_betas)
-        if b[0] != 0 or np.any(np.diff(b) <= 0):
-            raise ValueError("bound_betas must start at 0 and be strictly increasing")
-        if any(x <= 0 for x in self.identity_betas):
-            raise ValueError("identity_betas must be positive")
+        cells = self.n_angles * self.n_offsets * self.grid_size**2
+        if cells > _MAX_CLASS_CELLS:
+            raise ValueError(
+                f"n_angles = {self.n_angles}: n_angles x n_offsets x grid_size^2 = {cells:,} exceeds "
+                f"{_MAX_CLASS_CELLS:,} (the prediction table)"
+            )
+        _check_grid_from_zero("bound_betas", self.bound_betas)
 
 
 @experiment(
@@ -147,42 +153,48 @@ def _doubling(first: float, count: int) -> tuple[float, ...]:
     return (0.0,) + tuple(first * 2.0**k for k in range(count))
 
 
-@dataclass(frozen=True)
+_DIGITS_MAX_TRAIN = 1795  # 1797 bundled images, at least 2 left for the test set
+
+
+@config
 class LangevinBoundsConfig:
-    dataset: str = "digits"  # "digits" (quick) or "mnist1d" (full); paper: MNIST, CIFAR-10, SVHN
-    n_train: int = 600  # paper: 8000; brief: 4000 (mnist1d), ~1200 (digits). Deviation: quick 600, see card
-    n_test: int = 4000  # mnist1d only (digits: the remaining 597 images)
-    width: int = 64  # paper: 1000 (MNIST); brief CPU plan: 512 or 256
-    n_hidden: int = 2  # paper: 2
+    # Bounds: sizes are capped where one chain still takes minutes on a CPU (steps x width x n).
+    dataset: str = param("digits", choices=("digits", "mnist1d"),
+                         help="'digits' (quick) or 'mnist1d' (full); paper: MNIST, CIFAR-10, SVHN")
+    n_train: int = param(600, 2, 10_000, help="paper: 8000; brief: 4000 (mnist1d), ~1200 (digits); "
+                         "digits <= 1795, mnist1d even. Deviation: quick 600, see card")
+    n_test: int = param(4000, 2, 20_000, help="mnist1d only, even (digits: the remaining images)")
+    width: int = param(64, 1, 1024, help="hidden width; paper: 1000 (MNIST); brief CPU plan: 512 or 256")
+    n_hidden: int = param(2, 0, 4, help="hidden layers; paper: 2")
     # raw-BBCE units; paper: {0, 500, 1000, ..., 64000}. Quick: a quadrupling grid to save chains.
-    betas: tuple[float, ...] = (0.0, 50.0, 200.0, 800.0, 3200.0, 12800.0)
-    lr: float = 1.0  # paper: 0.01 (MNIST). Deviation: larger, see card
-    prior_std: float = 5.0  # paper: 5
-    batch_size: int = 100  # paper: 100
-    min_burn_in: int = 300  # paper: 2000
-    max_burn_in: int = 300  # Deviation: cap (paper: none)
-    ema_smoothing: float = 0.00025  # paper
-    eval_every: int = 10  # paper: 1. Deviation: thinned ergodic average
-    n_prior_draws: int = 100  # Deviation: paper 1000
-    l_max: float = 4.0  # paper
-    delta: float = 0.01  # paper
-    lam_range: tuple[float, float] = (0.1, 100.0)  # paper
-    lam_tol: float = 0.01  # paper
+    betas: tuple[float, ...] = param((0.0, 50.0, 200.0, 800.0, 3200.0, 12800.0), 0.0, 1e7, min_len=2,
+                                     max_len=24, help="beta grid (starts at 0, increasing)")
+    lr: float = param(1.0, 0.0, 10.0, lo_open=True, help="SGLD step; paper: 0.01 (MNIST). Deviation: larger")
+    prior_std: float = param(5.0, 1e-3, 1e3, help="prior standard deviation; paper: 5")
+    batch_size: int = param(100, 1, 10_000, help="minibatch; paper: 100")
+    min_burn_in: int = param(300, 1, 20_000, help="paper: 2000")
+    max_burn_in: int = param(300, 1, 20_000, help="Deviation: cap (paper: none)")
+    ema_smoothing: float = param(0.00025, 0.0, 1.0, lo_open=True, help="paper: 0.00025")
+    eval_every: int = param(10, 1, 20_000, help="paper: 1. Deviation: thinned ergodic average")
+    n_prior_draws: int = param(100, 1, 2000, help="Deviation: paper 1000")
+    # l_max > ln 2: the bounded BCE's psi(p) = e^{-l_max} + (1 - 2 e^{-l_max}) p must increase in p.
+    l_max: float = param(4.0, 1.0, 50.0, help="loss cap of the bounded BCE; paper: 4")
+    delta: float = param(0.01, 0.0, 1.0, lo_open=True, hi_open=True, help="confidence; paper: 0.01")
+    lam_range: tuple[float, float] = param((0.1, 100.0), 1e-6, 1e6, help="calibration range; paper")
+    lam_tol: float = param(0.01, 1e-6, 10.0, help="bisection tolerance; paper: 0.01")
     checkpoint_dir: str | None = None  # if set: per-beta checkpoints and CSVs are written there
 
     def __post_init__(self) -> None:
-        if self.dataset not in ("digits", "mnist1d"):
-            raise ValueError(f"dataset must be 'digits' or 'mnist1d', got {self.dataset!r}")
-        b = np.asarray(self.betas, dtype=float)
-        if b.ndim != 1 or b.size < 2 or b[0] != 0.0 or np.any(np.diff(b) <= 0):
-            raise ValueError(f"betas must start at 0 and be strictly increasing, got {self.betas}")
-        if not 0.0 < self.delta < 1.0:
-            raise ValueError(f"delta must lie in (0, 1), got {self.delta}")
-        if self.width < 1 or self.n_hidden < 0 or self.n_train < 2 or self.n_test < 2:
-            raise ValueError("width, n_hidden, n_train and n_test must be positive")
-        if self.l_max <= 0:
-            raise ValueError(f"l_max must be positive, got {self.l_max}")
-        self.sgld()  # validates the chain settings
+        _check_grid_from_zero("betas", self.betas)
+        if self.dataset == "digits" and self.n_train > _DIGITS_MAX_TRAIN:
+            raise ValueError(f"n_train = {self.n_train}: the digits data allow at most {_DIGITS_MAX_TRAIN}")
+        if self.dataset == "mnist1d":
+            for name in ("n_train", "n_test"):
+                if getattr(self, name) % 2:
+                    raise ValueError(f"{name} = {getattr(self, name)}: must be even for mnist1d (balanced)")
+        if self.lam_range[0] >= self.lam_range[1]:
+            raise ValueError(f"lam_range = {self.lam_range}: needs lo < hi")
+        self.sgld()  # validates the chain settings (min_burn_in <= max_burn_in)
 
     def sgld(self) -> SGLDConfig:
         return SGLDConfig(
@@ -216,7 +228,14 @@ def _curves(rows: list[GridRow], cfg: LangevinBoundsConfig, n: int, lam: float) 
     claim="Calibrated on random labels, the Gibbs-posterior PAC-Bayes-kl bound computed from SGLD is "
     "non-trivial and above the test error for true labels, and stays >= 1/2 for random labels that "
     "the chains interpolate",
-    presets={"quick": QUICK, "full": FULL, "full_digits": FULL_DIGITS},
+    presets={
+        "quick": QUICK,
+        "full": FULL,
+        "full_digits": FULL_DIGITS,
+        # smoke: the same code path in a few seconds (contract and CLI tests); its checks may fail.
+        "smoke": LangevinBoundsConfig(n_train=100, width=8, betas=(0.0, 50.0, 200.0), min_burn_in=20,
+                                      max_burn_in=20, eval_every=5, n_prior_draws=5),
+    },
 )
 def langevin_bounds(cfg: LangevinBoundsConfig, rng: np.random.Generator) -> Outcome:
     t0 = time.perf_counter()
@@ -236,10 +255,20 @@ def langevin_bounds(cfg: LangevinBoundsConfig, rng: np.random.Generator) -> Outc
             description=f"{label} labels",
         )
 
-    rows_rand = grid(rand_task, rand_rng, "random")
-    t_rand = time.perf_counter() - t0
-    rows_true = grid(task, true_rng, "true")
-    t_true = time.perf_counter() - t0 - t_rand
+    try:
+        rows_rand = grid(rand_task, rand_rng, "random")
+        t_rand = time.perf_counter() - t0
+        rows_true = grid(task, true_rng, "true")
+        t_true = time.perf_counter() - t0 - t_rand
+    except ChainDivergedError as exc:
+        # A diverged chain (too large a step for the prior's curvature) leaves no bound to compute: the run
+        # is a measured failure, reported as such, not an internal error.
+        return Outcome(
+            metrics={"chains_diverged": 1.0},
+            checks=[Check("chains_diverged", 1.0, "== 0", paper="SGLD samples Q_beta")],
+            tables={"divergence": [{"error": str(exc)}]},
+            timings={"total_s": time.perf_counter() - t0},
+        )
 
     b = np.array([r.beta for r in rows_rand]) * cfg.l_max  # see _curves
     lam = calibrate_lambda(

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
+from icml2026.core.validate import as_array, finite_number, positive_int, same_length
+
 __all__ = [
     "FiniteClassProblem",
     "make_finite_linear_problem",
@@ -57,10 +59,11 @@ def make_finite_linear_problem(
 ) -> FiniteClassProblem:
     """``n_angles * n_offsets`` linear classifiers (default 2,000, the brief's size) on a
     ``grid_size x grid_size`` grid of ``[-1, 1]^2``; label noise ``eta`` around a planted rule."""
-    if n_angles < 1 or n_offsets < 1 or grid_size < 1:
-        raise ValueError("n_angles, n_offsets and grid_size must be positive")
-    if not 0.0 <= eta < 0.5:
-        raise ValueError(f"eta must lie in [0, 0.5), got {eta}")
+    n_angles, n_offsets = positive_int(n_angles, "n_angles"), positive_int(n_offsets, "n_offsets")
+    grid_size = positive_int(grid_size, "grid_size")
+    eta = finite_number(eta, "eta", lo=0.0, hi=0.5, hi_open=True)
+    target_angle = finite_number(target_angle, "target_angle")
+    target_offset = finite_number(target_offset, "target_offset")
     g = np.linspace(-1.0, 1.0, grid_size)
     pts = np.stack(np.meshgrid(g, g, indexing="ij"), axis=-1).reshape(-1, 2)
     target = (np.cos(target_angle) * pts[:, 0] + np.sin(target_angle) * pts[:, 1] > target_offset)
@@ -77,17 +80,25 @@ def make_finite_linear_problem(
 
 def sample_empirical_risks(problem: FiniteClassProblem, n: int, rng: np.random.Generator) -> np.ndarray:
     """Draw an i.i.d. sample of size n and return the (H,) empirical 0-1 risks of all hypotheses."""
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
+    n = positive_int(n, "n")
     idx = rng.integers(0, problem.points.shape[0], size=n)
     y = (rng.random(n) < problem.p_label_one[idx]).astype(np.int8)
     return np.mean(problem.predictions[:, idx] != y[None, :], axis=1)
 
 
+def _risks(emp_risk: np.ndarray, name: str = "emp_risk") -> np.ndarray:
+    """A non-empty finite 1-D array of per-hypothesis losses."""
+    return as_array(emp_risk, name, ndim=1)
+
+
+def _beta(beta: float) -> float:
+    return finite_number(beta, "beta", lo=0.0)
+
+
 def _log_prior(n_h: int, log_prior: np.ndarray | None) -> np.ndarray:
     if log_prior is None:
         return np.full(n_h, -np.log(n_h))
-    lp = np.asarray(log_prior, dtype=float)
+    lp = as_array(log_prior, "log_prior", ndim=1, finite=False)  # -inf: a hypothesis of prior mass 0
     if lp.shape != (n_h,) or not np.isclose(logsumexp(lp), 0.0, atol=1e-9):
         raise ValueError("log_prior must be an (H,) array of log-probabilities summing to one")
     return lp
@@ -95,15 +106,15 @@ def _log_prior(n_h: int, log_prior: np.ndarray | None) -> np.ndarray:
 
 def log_partition(emp_risk: np.ndarray, beta: float, log_prior: np.ndarray | None = None) -> float:
     """``ln Z(beta) = ln E_pi exp(-beta L_S)`` (exact, by enumeration)."""
-    lr = np.asarray(emp_risk, dtype=float)
+    lr = _risks(emp_risk)
+    beta = _beta(beta)
     return float(logsumexp(-beta * lr + _log_prior(lr.size, log_prior)))
 
 
 def gibbs_posterior(emp_risk: np.ndarray, beta: float, log_prior: np.ndarray | None = None) -> np.ndarray:
     """``Q_beta(h) = pi(h) exp(-beta L_S(h)) / Z(beta)`` as an (H,) probability vector."""
-    if beta < 0:
-        raise ValueError(f"beta must be >= 0, got {beta}")
-    lr = np.asarray(emp_risk, dtype=float)
+    beta = _beta(beta)
+    lr = _risks(emp_risk)
     logits = -beta * lr + _log_prior(lr.size, log_prior)
     return np.exp(logits - logsumexp(logits))
 
@@ -112,12 +123,16 @@ def gibbs_expected(
     values: np.ndarray, emp_risk: np.ndarray, beta: float, log_prior: np.ndarray | None = None
 ) -> float:
     """``E_{Q_beta}[values]`` for an (H,) array (e.g. the empirical or the true risks)."""
-    return float(gibbs_posterior(emp_risk, beta, log_prior) @ np.asarray(values, dtype=float))
+    v = as_array(values, "values", ndim=1)
+    q = gibbs_posterior(emp_risk, beta, log_prior)
+    same_length(values=v, emp_risk=q)
+    return float(q @ v)
 
 
 def exact_gibbs_kl(emp_risk: np.ndarray, beta: float, log_prior: np.ndarray | None = None) -> float:
     """``KL(Q_beta || pi) = sum_h Q(h) ln(Q(h) / pi(h))`` computed directly from the enumeration."""
-    lr = np.asarray(emp_risk, dtype=float)
+    lr = _risks(emp_risk)
+    beta = _beta(beta)
     lp = _log_prior(lr.size, log_prior)
     logits = -beta * lr + lp
     logq = logits - logsumexp(logits)
@@ -138,12 +153,14 @@ def gibbs_expected_curve(
     -------
     (G,) array for the (G,) ``betas``.
     """
-    lr = np.asarray(emp_risk, dtype=float)
-    v = np.asarray(values, dtype=float)
+    lr = _risks(emp_risk)
+    v = as_array(values, "values", ndim=1)
+    same_length(values=v, emp_risk=lr)
     lp = _log_prior(lr.size, log_prior)
-    g = np.asarray(betas, dtype=float)
+    g = as_array(betas, "betas", ndim=1)
     if np.any(g < 0):
         raise ValueError("betas must be >= 0")
+    chunk = positive_int(chunk, "chunk")
     uniq, inv = np.unique(lr, return_inverse=True)
     prior = np.exp(lp)
     mass = np.bincount(inv, weights=prior, minlength=uniq.size)

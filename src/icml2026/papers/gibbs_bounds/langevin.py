@@ -23,9 +23,10 @@ import torch
 
 from icml2026.core.progress import track
 from icml2026.core.rng import spawn, torch_generator
+from icml2026.core.validate import finite_number, positive_int
 
 from .data import BinaryTask
-from .sampler import SGLDConfig, run_sgld_chain
+from .sampler import ChainDivergedError, SGLDConfig, run_sgld_chain
 
 __all__ = [
     "GridRow",
@@ -68,8 +69,14 @@ def bounded_bce(logits: torch.Tensor, labels: torch.Tensor, l_max: float = 4.0) 
     -------
     (m,) per-example losses (not normalised).
     """
-    if not l_max > 0:
-        raise ValueError(f"l_max must be positive, got {l_max}")
+    # psi(p) = e^{-l_max} + (1 - 2 e^{-l_max}) p is increasing only for l_max > ln 2.
+    finite_number(l_max, "l_max", lo=math.log(2.0), lo_open=True)
+    if logits.shape != labels.shape:
+        raise ValueError(f"logits has shape {tuple(logits.shape)}, labels has shape {tuple(labels.shape)}")
+    if not bool(torch.all((labels == 0) | (labels == 1))):
+        raise ValueError("labels must be 0 or 1")
+    if bool(torch.any(torch.isnan(logits))):  # +-inf is a valid limit: the loss is then 0 or l_max
+        raise ValueError("logits contains NaN")
     # p_y = sigmoid(+-logit) computed stably; psi is affine in p_y.
     signed = torch.where(labels > 0.5, logits, -logits)
     p_y = torch.sigmoid(signed)
@@ -80,8 +87,8 @@ def bounded_bce(logits: torch.Tensor, labels: torch.Tensor, l_max: float = 4.0) 
 def make_mlp(in_dim: int, width: int, n_hidden: int, generator: torch.Generator) -> torch.nn.Sequential:
     """ReLU MLP ``in_dim -> width x n_hidden -> 1`` with PyTorch's default-style uniform initialisation
     ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` drawn from ``generator``."""
-    if in_dim < 1 or width < 1 or n_hidden < 0:
-        raise ValueError(f"bad MLP shape in_dim={in_dim}, width={width}, n_hidden={n_hidden}")
+    in_dim, width = positive_int(in_dim, "in_dim"), positive_int(width, "width")
+    n_hidden = positive_int(n_hidden, "n_hidden", minimum=0)
     dims = [in_dim] + [width] * n_hidden + [1]
     layers: list[torch.nn.Module] = []
     for i, (a, b) in enumerate(zip(dims[:-1], dims[1:], strict=True)):
@@ -103,8 +110,16 @@ def sample_prior_weights(model: torch.nn.Module, prior_std: float, generator: to
             p.copy_(prior_std * torch.randn(p.shape, generator=generator))
 
 
-def _metrics(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, l_max: float) -> tuple[float, float]:
+def _logits(model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """The model's scores; a NaN (weights so large that inf - inf appears) means the chain diverged."""
     logits = model(x).squeeze(-1)
+    if bool(torch.any(torch.isnan(logits))):
+        raise ChainDivergedError("the network's output is NaN: the chain's weights diverged")
+    return logits
+
+
+def _metrics(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, l_max: float) -> tuple[float, float]:
+    logits = _logits(model, x)
     loss = float(bounded_bce(logits, y, l_max).mean()) / l_max
     err = float(((logits > 0).to(y.dtype) != y).float().mean())
     return loss, err
@@ -246,7 +261,7 @@ def run_beta_grid(
             params = list(model.parameters())
 
             def minibatch_loss(idx: torch.Tensor, model: torch.nn.Module = model) -> torch.Tensor:
-                return bounded_bce(model(xtr[idx]).squeeze(-1), ytr[idx], l_max).mean()
+                return bounded_bce(_logits(model, xtr[idx]), ytr[idx], l_max).mean()
 
             def evaluate(model: torch.nn.Module = model) -> dict[str, float]:
                 trl, tre = _metrics(model, xtr, ytr, l_max)
