@@ -128,7 +128,8 @@ def test_basis_and_pooling_helpers_validate_arguments():
     (ZeroShotConfig, {"cnn_kernel": 8}, "cnn_kernel"),
     (EcgConfig, {"recording_s": 8.5}, "recording_s"),
     (EcgConfig, {"models": ("cnn",)}, "models"),
-    (ModelInvarianceConfig, {"n_windows": 64, "rates": (2000.0,)}, "n_windows"),
+    (ModelInvarianceConfig, {"n_windows": 64, "window_s": 16.0, "rates": (2000.0,)}, "n_windows"),
+    (ModelInvarianceConfig, {"window_s": 120.0, "segment_s": 60.0}, "window_s"),  # the bank's Fourier basis
     (ModelInvarianceConfig, {"duration_s": 5.0, "window_s": 5.0, "segment_s": 5.0}, "duration_s"),
 ])
 def test_cross_field_rules_name_the_field(cls, kwargs, field):
