@@ -181,10 +181,13 @@ class PendulumConfig:
     n_random_vectors: int = param(1000, 0, 20_000, help="random bit-vectors simulated besides the logged states")
     yosys: bool = False                 # LUT count / depth of the first seed's circuit (if yosys is installed)
     workers: int = param(1, 1, 16, help="training runs (seed x actor) in parallel processes, 1 thread each")
-    checkpoint_dir: str = ""            # if set, each run checkpoints there and a rerun resumes it
+    checkpoint_dir: str = ""            # an existing folder: each run checkpoints there and a rerun resumes it
     solved_return: float = param(900.0, 0.0, 1e5, help="a seed solves the task at this DWC return (0: no check)")
 
     def __post_init__(self) -> None:
+        if self.checkpoint_dir and not Path(self.checkpoint_dir).is_dir():
+            raise ValueError(f"checkpoint_dir = {self.checkpoint_dir!r}: no such directory (create it first, or "
+                             f"leave it empty for no checkpoints)")
         if self.check_returns and not self.run_baseline:
             raise ValueError("check_returns needs run_baseline=True (the claim is relative to FP32)")
         SACConfig(env_id=self.env_id, total_steps=self.total_steps, learning_starts=self.learning_starts,
