@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from icml2026.core.validate import as_array, positive_int
+
 from .feasible_sets import (
     BoxSumSet,
     ExplicitSet,
@@ -122,7 +124,7 @@ def w_star_with_gap(d: int, delta: float, rng: np.random.Generator) -> np.ndarra
 
 def min_coordinate_gap(w: np.ndarray) -> float:
     """Smallest difference between two coordinates of w."""
-    s = np.sort(np.asarray(w, dtype=float))
+    s = np.sort(as_array(w, "w", ndim=1))
     return float(np.diff(s).min()) if s.size > 1 else float("inf")
 
 
@@ -132,6 +134,7 @@ def segment_instances(n: int, n_rounds: int, rng: np.random.Generator) -> list[E
     Not M-convex (real points); used to check the baselines against the notebook.
     """
     n = _check_d(n, 1)
-    x1 = rng.standard_normal((int(n_rounds), n))
+    n_rounds = positive_int(n_rounds, "n_rounds")
+    x1 = rng.standard_normal((n_rounds, n))
     x1 /= np.linalg.norm(x1, axis=1, keepdims=True)
     return [ExplicitSet(np.stack([x, -x]), check_m_convex=False) for x in x1]

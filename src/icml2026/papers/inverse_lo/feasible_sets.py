@@ -23,6 +23,8 @@ from collections.abc import Sequence
 import networkx as nx
 import numpy as np
 
+from icml2026.core.validate import as_array
+
 __all__ = [
     "FeasibleSet",
     "UniformMatroidBases",
@@ -422,7 +424,10 @@ def verify_m_convex(points: np.ndarray) -> None:
     ValueError
         Naming the violating x, y and i when the exchange axiom fails.
     """
-    pts = np.asarray(points, dtype=np.int64)
+    raw = as_array(points, "points", ndim=2)
+    if not np.all(raw == np.round(raw)):
+        raise ValueError("points: must be integer vectors")
+    pts = raw.astype(np.int64)
     members = {tuple(p) for p in pts.tolist()}
     d = pts.shape[1]
     eye = np.eye(d, dtype=np.int64)

@@ -226,7 +226,11 @@ def play(
     -------
     PlayTrace with per-round regret, cumulative regret, wrong rounds and resets.
     """
+    if not isinstance(learner, Learner):
+        raise ValueError(f"learner must have d, n_resets, recommend and observe, got {type(learner).__name__}")
     sets = list(instances)
+    if not sets:
+        raise ValueError("instances: is empty (the protocol needs at least one round)")
     d = int(learner.d)
     w = np.asarray(w_star, dtype=float)
     if w.shape != (d,):

@@ -26,6 +26,8 @@ from collections.abc import Sequence
 import networkx as nx
 import numpy as np
 
+from icml2026.core.validate import positive_int
+
 __all__ = [
     "EXACT_MAX_D",
     "linear_extension_heights",
@@ -221,11 +223,8 @@ def linear_extension_heights(
     if method == "exact" or (method == "auto" and d <= EXACT_MAX_D):
         n_ext, weighted = _ideal_dp(d, _below_masks(d, arr))
         return weighted / n_ext
-    if n_chains < 1:
-        raise ValueError(f"n_chains must be >= 1, got {n_chains}")
-    sweeps = max(400, 2 * d * d) if n_sweeps is None else int(n_sweeps)
-    if sweeps < 1:
-        raise ValueError(f"n_sweeps must be >= 1, got {n_sweeps}")
+    n_chains = positive_int(n_chains, "n_chains")
+    sweeps = max(400, 2 * d * d) if n_sweeps is None else positive_int(n_sweeps, "n_sweeps")
     gen = np.random.default_rng(0) if rng is None else rng
     return _mcmc_heights(d, arr, gen, int(n_chains), sweeps)
 
