@@ -41,22 +41,10 @@ class LinearErasureConfig:
     world_seed: int = param(0, 0, 2**32 - 1, help="seed of the synthetic world; brief: seed 0")
     train_fraction: float = param(0.75, 0.1, 0.9)
     probe_epochs: int = param(40, 1, 1000)
+    n_repeats: int = param(5, 1, 20, help="independent train/test splits and probe seeds (checks use the mean)")
 
 
-@experiment(
-    "coca.linear_erasure",
-    claim="With a linearly encoded concept, LEACE removes all linear and MLP-probe information about it "
-    "while benign accuracy is unchanged (T1).",
-    presets={
-        "smoke": LinearErasureConfig(d=4, n=400, probe_epochs=3),
-        # n = 8000 (the brief's size) also in quick: at n = 3000 the linear concept probe after LEACE read
-        # 0.521 against the target 0.53, half a standard error (750 test points) from flipping
-        "quick": LinearErasureConfig(probe_epochs=15),
-        "full": LinearErasureConfig(),
-    },
-)
-def linear_erasure(cfg: LinearErasureConfig, rng: np.random.Generator) -> Outcome:
-    w = linear_world(cfg.d, cfg.n, cfg.world_seed)
+def _linear_erasure_once(w: Any, cfg: LinearErasureConfig, rng: np.random.Generator) -> dict[str, float]:
     tr, te = _split(cfg.n, cfg.train_fraction, rng)
     pc = ProbeConfig(max_epochs=cfg.probe_epochs)
     eraser = LeaceConceptEraser().fit(w.X[tr], w.concept[tr], rng=rng)
@@ -67,29 +55,50 @@ def linear_erasure(cfg: LinearErasureConfig, rng: np.random.Generator) -> Outcom
             for kind in ("linear", "mlp"):
                 probe = fit_probe(X[tr], y[tr], kind, rng=rng, config=pc)
                 acc[f"{lab}_{kind}_{tag}"] = probe.accuracy(X[te], y[te])
-    drop = max(
-        acc["benign_linear_before"] - acc["benign_linear_after"],
-        acc["benign_mlp_before"] - acc["benign_mlp_after"],
-    )
+    acc["benign_drop_linear"] = acc["benign_linear_before"] - acc["benign_linear_after"]
+    acc["benign_drop_mlp"] = acc["benign_mlp_before"] - acc["benign_mlp_after"]
+    acc["signal_p_value"] = eraser.signal_.p_value
     # criterion 4: package LEACE (no shrinkage, no trace constraint) equals our closed form
     ref = LeaceConceptEraser(shrinkage=False, constrain_cov_trace=False).fit(w.X[tr], w.concept[tr], rng=rng)
     p, b = leace_reference(w.X[tr], w.concept[tr])
-    xcheck = float(np.max(np.abs(w.X @ p.T + b - ref.transform(w.X))))
-    metrics = {
-        **acc,
-        "benign_drop": drop,
-        "signal_p_value": eraser.signal_.p_value,
-        "leace_vs_reference": xcheck,
-    }
+    acc["leace_vs_reference"] = float(np.max(np.abs(w.X @ p.T + b - ref.transform(w.X))))
+    return acc
+
+
+@experiment(
+    "coca.linear_erasure",
+    claim="With a linearly encoded concept, LEACE removes all linear and MLP-probe information about it "
+    "while benign accuracy is unchanged (T1).",
+    presets={
+        "smoke": LinearErasureConfig(d=4, n=400, probe_epochs=3, n_repeats=1),
+        # n = 8000 (the brief's size) also in quick: at n = 3000 the linear concept probe after LEACE read
+        # 0.521 against the target 0.53, half a standard error (750 test points) from flipping
+        "quick": LinearErasureConfig(probe_epochs=15),
+        "full": LinearErasureConfig(),
+    },
+)
+def linear_erasure(cfg: LinearErasureConfig, rng: np.random.Generator) -> Outcome:
+    w = linear_world(cfg.d, cfg.n, cfg.world_seed)
+    reps = [_linear_erasure_once(w, cfg, sub) for sub in spawn(rng, cfg.n_repeats)]
+    metrics = {k: float(np.mean([r[k] for r in reps])) for k in reps[0]}
+    metrics["benign_drop"] = max(metrics["benign_drop_linear"], metrics["benign_drop_mlp"])
+    for k in ("concept_linear_after", "concept_mlp_after", "benign_drop_linear", "benign_drop_mlp"):
+        vals = np.array([r[k] for r in reps])
+        metrics[f"{k}_max"] = float(vals.max())
+        metrics[f"{k}_sd"] = float(vals.std(ddof=1)) if len(vals) > 1 else 0.0
+    metrics["leace_vs_reference"] = float(max(r["leace_vs_reference"] for r in reps))
+    # Checks on the mean over the repeats (splits and probe seeds): with one split, the benign drop read
+    # 0.001-0.0135 over run seeds 0-3 (probe and split noise), straddling 0.01; the mean of 5 has a
+    # standard error of ~0.0015. benign_drop is the larger of the linear and the MLP probe's mean drop.
     checks = [
-        Check("concept_linear_after", acc["concept_linear_after"], "<= 0.53", paper="prototype 0.503"),
-        Check("concept_mlp_after", acc["concept_mlp_after"], "<= 0.55", paper="prototype 0.493"),
-        Check("benign_drop", drop, "<= 0.01", paper="prototype 0.001"),
-        Check("concept_linear_before", acc["concept_linear_before"], ">= 0.9"),  # the concept was there
-        Check("leace_vs_reference", xcheck, "< 1e-5"),  # criterion 4
+        Check("concept_linear_after", metrics["concept_linear_after"], "<= 0.53"),  # prototype 0.503
+        Check("concept_mlp_after", metrics["concept_mlp_after"], "<= 0.55"),  # prototype 0.493
+        Check("benign_drop", metrics["benign_drop"], "<= 0.01"),  # prototype 0.001
+        Check("concept_linear_before", metrics["concept_linear_before"], ">= 0.9"),  # the concept was there
+        Check("leace_vs_reference", metrics["leace_vs_reference"], "< 1e-5"),  # criterion 4
     ]
-    rows = [{"probe": k, "accuracy": round(v, 4)} for k, v in acc.items()]
-    return Outcome(metrics=metrics, checks=checks, tables={"probes": rows})
+    rows = [{"repeat": i, **{k: round(v, 4) for k, v in r.items()}} for i, r in enumerate(reps)]
+    return Outcome(metrics=metrics, checks=checks, tables={"repeats": rows})
 
 
 # --------------------------------------------------------------------------------------- XOR world
@@ -176,9 +185,10 @@ def xor_frontier(cfg: XorFrontierConfig, rng: np.random.Generator) -> Outcome:
         }
     )
     checks = [
-        Check("concept_linear_before", by["none"]["concept_linear"], "<= 0.55", paper="prototype 0.51"),
-        Check("concept_mlp_before", by["none"]["concept_mlp"], ">= 0.95", paper="prototype 0.99"),
-        Check("concept_mlp_after_leace", by["leace"]["concept_mlp"], ">= 0.85", paper="prototype 0.91"),
+        # brief criterion 2 (prototype figures 0.51, 0.99, 0.91 are in the card, not the paper's)
+        Check("concept_linear_before", by["none"]["concept_linear"], "<= 0.55"),
+        Check("concept_mlp_before", by["none"]["concept_mlp"], ">= 0.95"),
+        Check("concept_mlp_after_leace", by["leace"]["concept_mlp"], ">= 0.85"),
         # (bound_gap_via_g <= 0 holds by construction, so it is a metric, not a check; bound_gap_probe,
         # brief criterion 3's "<= best MLP concept probe + 0.03", is a metric too: it read 0.012 and 0.026
         # on two random streams of the same quick run, within probe noise of 0.03)
