@@ -152,3 +152,10 @@ def test_selectivity_does_not_reward_refusing_everything():
     perfect = {"m_asr_ood": 0.0, "m_benign_refusal_ood": 0.0}
     assert _selectivity(refuse_all, "m", "ood") == 0.0 == _selectivity(comply_all, "m", "ood")
     assert _selectivity(perfect, "m", "ood") == 1.0
+
+
+@pytest.mark.parametrize("n_values", range(2, 17))
+def test_cipher_is_a_bijection_of_the_attributes(n_values):
+    lang = ToyLanguage(n_values, 1)
+    bodies = {lang.prompt(a, b, 0, "cipher") for a in range(n_values) for b in range(n_values)}
+    assert len(bodies) == n_values**2  # every (a, b) keeps a distinct cipher text: the answer is recoverable
