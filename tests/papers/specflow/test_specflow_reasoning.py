@@ -157,3 +157,26 @@ def test_training_lowers_the_losses() -> None:
 def test_bad_inputs_raise_value_error_naming_the_argument(call, name: str) -> None:
     with pytest.raises(ValueError, match=rf"^{name}\b"):
         call()
+
+
+@pytest.mark.parametrize("kind", ["specflow", "mvot", "text"])
+def test_cached_rollout_equals_the_teacher_forced_forward(kind: str) -> None:
+    # the KV-cached, workspace-cropping inference path sees exactly the context the policy was trained on
+    from icml2026.papers.specflow.training import _sequences
+
+    g = torch.Generator().manual_seed(0)
+    m, moves = FrozenLakeMaps().sample(np.random.default_rng(3))
+    ep = expert_episodes([(m, moves)])[0]
+    pol = build_policy(16 if kind == "specflow" else 64, 16, 2, 32, 2, 512, g).eval()
+    full = []
+    with torch.no_grad():
+        for key, ids, feats, tgt in _sequences(kind, ep, 16, 16, 8):
+            logits = pol.head(pol(pol.embed(torch.tensor(key[0]), torch.tensor([ids]), feats[None],
+                                            torch.tensor(key[1]))))[0]
+            full += [logits[j] for j, t in enumerate(tgt) if t != -100]
+    r = {"specflow": lambda: SpecFlowReasoner(pol, None), "mvot": lambda: MVoTReasoner(pol, None),
+         "text": lambda: TextOnlyReasoner(pol)}[kind]()
+    out = r.solve(m, np.random.default_rng(0), forced=moves)
+    assert len(out.logits) == len(full) == len(moves) + 1
+    err = max(float((torch.tensor(a) - b).abs().max()) for a, b in zip(out.logits, full, strict=True))
+    assert err < 1e-5  # float32 summation order only (a mis-placed or stale cache entry gives O(0.1))

@@ -18,7 +18,7 @@ from icml2026.core.validate import positive_int
 from .baselines import MVoTReasoner
 from .data import LakeMap
 from .flow import FlowUpdater, VelocityNet, seeded_init
-from .reasoners import SpecFlowReasoner, build_policy
+from .reasoners import SpecFlowReasoner, _Reasoner, build_policy
 
 __all__ = ["CostCurve", "measure_costs", "forced_path"]
 
@@ -79,6 +79,8 @@ def measure_costs(
     reps = positive_int(reps, "reps", maximum=1000)
     g = torch_generator(rng)
     net = seeded_init(lambda: VelocityNet(width=flow_width), g)
+    assert isinstance(net, VelocityNet)
+    reasoner: _Reasoner
     if method == "specflow":
         policy = build_policy(16, 16, n_layers, d_model, n_heads, 64 + depth, g)
         reasoner = SpecFlowReasoner(policy, FlowUpdater(net, "spectral", n_steps=n_ode_steps, w=w))

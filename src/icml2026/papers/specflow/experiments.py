@@ -92,14 +92,14 @@ def transforms(cfg: TransformsConfig, rng: np.random.Generator) -> Outcome:
     }
     checks = [
         Check("dct_orthonormality_err", ortho_err, "< 1e-12", paper="orthonormal D"),
-        Check("roundtrip_max_abs_err", roundtrip, "< 1e-5", paper="1e-5 (brief)"),
+        Check("roundtrip_max_abs_err", roundtrip, "< 1e-5"),
         Check("scipy_max_abs_err", scipy_err, "< 1e-10"),
         Check("energy_kept_min", float(energy.min()), ">= 0.9"),
         Check("keep_cosine_t0", keeps["cosine"][0], f"== {cfg.min_keep}"),
         Check("keep_cosine_t1", keeps["cosine"][-1], f"== {cfg.max_keep}"),
         Check("keep_linear_t0", keeps["linear"][0], f"== {cfg.min_keep}"),
         Check("keep_linear_t1", keeps["linear"][-1], f"== {cfg.max_keep}"),
-        Check("n_decreases", n_decreases, "== 0", paper="m(t) non-decreasing"),
+        Check("n_decreases", n_decreases, "== 0"),
         Check("fixed_distinct_values", len(set(keeps["fixed"])), "== 1"),
         Check("square_count_mismatches", square_bad, "== 0"),
         Check("cfg_w1_max_diff", cfg_w1, "== 0"),
@@ -200,7 +200,8 @@ def bounded_cost(cfg: CostConfig, rng: np.random.Generator) -> Outcome:
             if t == 16:
                 checks.append(Check(f"kv_ratio_tpt{t}_depth{dd}", kv, ">= 2", paper="up to 2.1x KV (dynamic tasks)"))
             if t == 64:
-                checks.append(Check(f"flops_ratio_tpt{t}_depth{dd}", fl, ">= 1.6", paper="20342 / 11170 GFLOPs = 1.82x vs VoCoT (VSR)"))
+                checks.append(Check(f"flops_ratio_tpt{t}_depth{dd}", fl, ">= 1.6",
+                                    paper="VoCoT 20342 vs SpecFlow 11170 GFLOPs (VSR)"))
         metrics[f"mvot{t}_total_gflops_depth{cfg.depth}"] = c.total_flops(cfg.depth) / 1e9
         lat = _window(c.seconds, 12) / _window(c.seconds, 1)
         timings[f"mvot{t}_latency_ratio_hop12_hop1"] = lat
@@ -239,9 +240,9 @@ def _cost_figures(spec: CostCurve, mvot: dict[int, CostCurve], depth: int) -> di
         ax.plot(hops, np.array(c.kv_bytes) / 2**20, "s--", label=f"MVoT ({t} tokens / thought)")
     ax.legend()
     fig_fl, ax = new_figure("Cumulative FLOPs (policy + flow)", "reasoning depth", "GFLOPs", logy=True)
-    ax.plot(hops, [spec.total_flops(d) / 1e9 for d in hops], "o-", label="SpecFlow")
+    ax.plot(hops, [spec.total_flops(int(d)) / 1e9 for d in hops], "o-", label="SpecFlow")
     for t, c in mvot.items():
-        ax.plot(hops, [c.total_flops(d) / 1e9 for d in hops], "s--", label=f"MVoT ({t} tok.)")
+        ax.plot(hops, [c.total_flops(int(d)) / 1e9 for d in hops], "s--", label=f"MVoT ({t} tok.)")
     ax.legend()
     fig_t, ax = new_figure("Wall time per hop (median over repetitions)", "hop", "seconds")
     ax.plot(hops[1:], spec.seconds[1:], "o-", label="SpecFlow")
@@ -256,13 +257,13 @@ def _cost_figures(spec: CostCurve, mvot: dict[int, CostCurve], depth: int) -> di
 # ---------------------------------------------------------------------------------------------------------
 @config
 class HeadlineConfig:
-    n_train: int = param(400, 4, 20000, help="expert episodes for training; brief: 20k")
+    n_train: int = param(1000, 4, 20000, help="expert episodes for training; brief: 20k")
     n_test: int = param(60, 1, 2000, help="test maps; brief: 500")
-    policy_steps: int = param(400, 1, 50000, help="policy optimiser steps")
-    flow_steps: int = param(400, 1, 50000, help="velocity-net optimiser steps")
-    batch_size: int = param(32, 1, 512)
-    lr_policy: float = param(1e-3, 0.0, 0.1, lo_open=True)
-    lr_flow: float = param(2e-3, 0.0, 0.1, lo_open=True)
+    policy_steps: int = param(600, 1, 50000, help="policy optimiser steps")
+    flow_steps: int = param(500, 1, 50000, help="velocity-net optimiser steps")
+    batch_size: int = param(32, 1, 512, help="policy batch; the velocity net's is twice this")
+    lr_policy: float = param(3e-3, 0.0, 0.1, lo_open=True)
+    lr_flow: float = param(3e-3, 0.0, 0.1, lo_open=True)
     n_layers: int = param(2, 1, 8, help="brief: 4")
     d_model: int = param(64, 16, 512, help="brief: 192")
     n_heads: int = param(2, 1, 16, help="brief: 4")
@@ -291,6 +292,7 @@ class _Trained:
 
 def _flow(cfg: HeadlineConfig, space: str, g: torch.Generator, schedule: str = "cosine") -> FlowUpdater:
     net = seeded_init(lambda: VelocityNet(width=cfg.flow_width), g)
+    assert isinstance(net, VelocityNet)
     return FlowUpdater(net, space, n_steps=cfg.n_ode_steps, w=cfg.w, schedule=schedule)  # type: ignore[arg-type]
 
 
@@ -477,6 +479,6 @@ def ablations(cfg: AblationConfig, rng: np.random.Generator) -> Outcome:
         metrics["w4_minus_w1_success_deep"] = d_w
         checks.append(Check("w4_minus_w1_success_deep", d_w, ">= 0", paper="w = 4 best"))
     fig, ax = new_figure("Ablations: success rate", "variant", "success")
-    ax.bar(range(len(rows)), [r["success"] for r in rows])
-    ax.set_xticks(range(len(rows)), [r["variant"] for r in rows], rotation=45, fontsize=7)
+    ax.bar(range(len(rows)), [float(r["success"]) for r in rows])  # type: ignore[arg-type]
+    ax.set_xticks(range(len(rows)), [str(r["variant"]) for r in rows], rotation=45, fontsize=7)
     return Outcome(metrics=metrics, checks=checks, tables={"variants": rows}, figures={"ablations": fig})

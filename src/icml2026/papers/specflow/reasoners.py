@@ -121,6 +121,7 @@ class Episode:
     flops_policy: list[int] = field(default_factory=list)
     flops_flow: list[int] = field(default_factory=list)
     thoughts: list[np.ndarray] = field(default_factory=list)
+    logits: list[list[float]] = field(default_factory=list)  # the policy's action logits at each hop
 
 
 class _FlopMeter:
@@ -153,18 +154,29 @@ class _Reasoner:
         self.max_extra_hops = positive_int(max_extra_hops, "max_extra_hops", minimum=0, maximum=100)
 
     # subclasses: first tokens, tokens after a move, and the visual thought
-    def _start(self, img: torch.Tensor) -> tuple[torch.Tensor, object]: ...
-    def _after_move(self, action: int, thought: object) -> torch.Tensor: ...
+    def _start(self, img: torch.Tensor) -> tuple[torch.Tensor, object]:
+        raise NotImplementedError
+
+    def _after_move(self, action: int, thought: object) -> torch.Tensor:
+        raise NotImplementedError
+
     def _think(self, m: LakeMap, pos: tuple[int, int], visited: set, thought: object, trace: list[int],
-               g: torch.Generator) -> object: ...
-    def _visual_in_context(self, n_hops: int) -> int: ...
-    def _decode(self, thought: object) -> np.ndarray | None: ...
+               g: torch.Generator) -> object:
+        raise NotImplementedError
+
+    def _visual_in_context(self, n_hops: int) -> int:
+        raise NotImplementedError
+
+    def _decode(self, thought: object) -> np.ndarray | None:
+        raise NotImplementedError
 
     def _read(self, embeds: torch.Tensor, cache: object, n_text: int, keep_tail: bool) -> tuple[int, int, int]:
         hidden = self.policy(embeds, cache, start=n_text)
         ctx = cache.get_seq_length()  # type: ignore[attr-defined]
         measured = cache_bytes(cache)
-        action = int(self.policy.head(hidden[0, -1]).argmax())
+        logits = self.policy.head(hidden[0, -1])
+        self._last_logits = logits.tolist()
+        action = int(logits.argmax())
         if not keep_tail:
             cache.crop(n_text - ctx)  # type: ignore[attr-defined]  # negative: tokens to drop
         return action, ctx, measured
@@ -191,7 +203,9 @@ class _Reasoner:
         g = torch_generator(rng)
         pol = self.policy
         ep = Episode()
-        pos, visited, trace = m.start, set(), []
+        pos = m.start
+        visited: set[tuple[int, int]] = set()
+        trace: list[int] = []
         img = torch.from_numpy(render(m, pos))[None, None]
         cache = DynamicCache()
         n_hops = len(forced) + 1 if forced is not None else depth + self.max_extra_hops
@@ -210,6 +224,7 @@ class _Reasoner:
                     embeds = self._after_move(trace[-1], thought)
                 action, ctx, measured = self._recompute_or_append(embeds, cache, n_text, thought)
             ep.seconds.append(time.perf_counter() - t0)
+            ep.logits.append(self._last_logits)
             n_text = self._text_length(cache, n_text, embeds)
             ep.context.append(ctx)
             ep.kv_bytes.append(kv_bytes(pol.n_layers, ctx, pol.d_model))
@@ -312,6 +327,7 @@ class SpecFlowReasoner(_Reasoner):
         side = self._side
         state = from_workspace(thought, side, side, self.block)[:, None]  # type: ignore[arg-type]
         x1 = self.updater.sample(state, [list(trace)], g)
+        assert isinstance(x1, torch.Tensor)
         return to_workspace(x1, self.ws_keep, self.block)[:, 0]  # overwrite: X(1) truncated to ws_keep
 
     def _visual_in_context(self, n_hops: int) -> int:

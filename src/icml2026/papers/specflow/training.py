@@ -64,29 +64,35 @@ def _sequences(kind: str, ep: ExpertEpisode, tokens_per_thought: int, ws_keep: i
         return out
     p = patches(ep.frames, tokens_per_thought)  # (H+1, tpt, f)
     n, f = p.shape[1], p.shape[2]
-    kinds, slots, ids, feats, tgt = [BOS], [0], [0], [torch.zeros(1, f)], [-100]
+    kinds, slots, ids, chunks, tgt = [BOS], [0], [0], [torch.zeros(1, f)], [-100]
     if kind == "mvot":
         for i in range(H + 1):
             if i > 0:
-                kinds.append(ACT), slots.append(0), ids.append(ep.moves[i - 1]), feats.append(torch.zeros(1, f))
+                kinds.append(ACT)
+                slots.append(0)
+                ids.append(ep.moves[i - 1])
+                chunks.append(torch.zeros(1, f))
                 tgt.append(-100)
             kinds += [VIS] * n
             slots += list(range(n))
             ids += [0] * n
-            feats.append(p[i])
+            chunks.append(p[i])
             tgt += [-100] * (n - 1) + [targets_all[i]]
     elif kind == "text":
         kinds += [VIS] * n
         slots += list(range(n))
         ids += [0] * n
-        feats.append(p[0])
+        chunks.append(p[0])
         tgt += [-100] * (n - 1) + [targets_all[0]]
         for i in range(1, H + 1):
-            kinds.append(ACT), slots.append(0), ids.append(ep.moves[i - 1]), feats.append(torch.zeros(1, f))
+            kinds.append(ACT)
+            slots.append(0)
+            ids.append(ep.moves[i - 1])
+            chunks.append(torch.zeros(1, f))
             tgt.append(targets_all[i])
     else:
         raise ValueError(f"kind: must be 'specflow', 'mvot' or 'text', got {kind!r}")
-    out.append(((tuple(kinds), tuple(slots)), ids, torch.cat(feats, dim=0), tgt))
+    out.append(((tuple(kinds), tuple(slots)), ids, torch.cat(chunks, dim=0), tgt))
     return out
 
 
@@ -124,11 +130,11 @@ def train_policy(
     losses = []
     for _ in track(range(n_steps), f"train policy ({kind})"):
         gi = int(torch.multinomial(sizes, 1, generator=generator))
-        kinds, slots, ids, feats, tgt = stacked[gi]
-        idx = torch.randint(0, ids.shape[0], (min(batch_size, ids.shape[0]),), generator=generator)
-        hidden = policy(policy.embed(kinds, ids[idx], feats[idx], slots))
+        g_kinds, g_slots, g_ids, g_feats, g_tgt = stacked[gi]
+        idx = torch.randint(0, g_ids.shape[0], (min(batch_size, g_ids.shape[0]),), generator=generator)
+        hidden = policy(policy.embed(g_kinds, g_ids[idx], g_feats[idx], g_slots))
         logits = policy.head(hidden)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt[idx].reshape(-1),
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), g_tgt[idx].reshape(-1),
                                                  ignore_index=-100)
         opt.zero_grad()
         loss.backward()
