@@ -71,6 +71,10 @@ class Embedder:
         """(n, d) unit-norm embeddings; each distinct string is encoded once per Embedder."""
         if isinstance(texts, str):
             raise ValueError("texts: expected a sequence of strings, not one string")
+        if len(texts) == 0:
+            raise ValueError("texts: is empty")
+        if not all(isinstance(t, str) for t in texts):
+            raise ValueError("texts: every entry must be a string")
         todo = sorted({t for t in texts if t not in self._cache})
         if todo:
             enc = self._load()
@@ -81,8 +85,6 @@ class Embedder:
                                             normalize_embeddings=True), dtype=np.float64)
                 for t, v in zip(part, vec, strict=True):
                     self._cache[t] = v
-        if not texts:
-            raise ValueError("texts: is empty")
         return np.stack([self._cache[t] for t in texts])
 
 
@@ -229,7 +231,7 @@ class TinyLMCM:
         opt = torch.optim.AdamW(self.cm_.parameters(), lr=self.lr)
         target = torch.tensor([self.yes_id_ if v else self.no_id_ for v in y])
         self.losses_ = np.zeros(self.n_steps)
-        torch_generator(rng)  # reserve one draw so the fit stream does not depend on n_steps
+        torch_generator(rng)  # one unused draw, kept so the recorded runs stay reproducible
         for step in track(range(self.n_steps), "TinyLMCM fine-tuning") if self.n_steps > 50 else range(self.n_steps):
             idx = rng.integers(0, len(seqs), size=self.batch_size)
             logits = self._last_logits(self.cm_, [seqs[int(i)] for i in idx])
