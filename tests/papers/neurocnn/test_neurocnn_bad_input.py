@@ -112,6 +112,10 @@ def test_basis_and_pooling_helpers_validate_arguments():
         linear_resample(np.zeros(5), 0)
     with pytest.raises(ValueError, match="difficulty"):
         make_sleep_bank(5, np.random.default_rng(0), difficulty=float("nan"))
+    with pytest.raises(ValueError, match="difficulty"):  # was a ZeroDivisionError in the event counts
+        make_sleep_bank(5, np.random.default_rng(0), difficulty=0.0)
+    with pytest.raises(ValueError, match="^difficulty"):
+        ZeroShotConfig(difficulty=0.0)
     with pytest.raises(ValueError, match="sampling rate"):
         make_sleep_bank(5, np.random.default_rng(0), window_s=2.0).sample(float("nan"))
     with pytest.raises(ValueError, match="sampling rate"):

@@ -202,8 +202,9 @@ def make_sleep_bank(
         raise ValueError(f"n_windows must be positive, got {n_windows}")
     if not (isinstance(window_s, (int, float)) and np.isfinite(window_s) and window_s > 0):
         raise ValueError(f"window_s must be positive, got {window_s}")
-    if not (isinstance(difficulty, (int, float)) and np.isfinite(difficulty) and difficulty >= 0):
-        raise ValueError(f"difficulty must be a finite number >= 0, got {difficulty!r}")
+    # event counts are Poisson(c / difficulty): 0 divides by zero, a tiny value draws millions of events
+    if not (isinstance(difficulty, (int, float)) and np.isfinite(difficulty) and 0.01 <= difficulty <= 100):
+        raise ValueError(f"difficulty must be a number in [0.01, 100], got {difficulty!r}")
     n_f = int(np.floor(F_MAX * window_s)) - 1  # grid f_k = k / T, k = 1..n_f (< 30 Hz)
     freqs = np.arange(1, n_f + 1) / window_s
     labels = np.arange(n_windows) % 5

@@ -374,7 +374,8 @@ class ZeroShotConfig:
     # Deviation: paper 150 modes over 30 s (0-2.5 Hz); ours cover 0-6.4 Hz
     fno_modes: int = param(128, 2, 4096, help="at most the samples of a window at the lowest test rate")
     fno_hidden: int = param(16, 1, 256, help="paper: 128")
-    difficulty: float = param(1.0, 0.0, 10.0, help="scales the class-overlap knobs of the synthetic task")
+    # scales the class-overlap knobs; the transient-event counts are Poisson(c / difficulty)
+    difficulty: float = param(1.0, 0.1, 10.0, help="scales the class-overlap knobs of the synthetic task")
     # acceptance thresholds (brief criterion 4); the quick preset loosens them to its tiny scale. Their ranges
     # exclude the values at which a check could never fail (accuracy >= 0, gap <= 1, drop >= -1).
     min_train_acc: float = param(0.85, 0.0, 1.0, lo_open=True)
