@@ -305,7 +305,8 @@ def gcm(cfg: GCMConfig, rng: np.random.Generator) -> Outcome:
         Check("aurc_gcm_wins", m["aurc_gcm_wins"], ">= 4", paper="GCM improves selective prediction"),
         # criterion 5: answerful - answerless >= 0.05, and the bare-answer gap at most half of it
         Check("gap_phrased", m["gap_phrased"], ">= 0.05", paper="answerful >> answerless"),
-        Check("gap_bare_over_phrased", m["gap_bare_over_phrased"], "<= 0.5", paper="answer phrasing is a strong predictor"),
+        Check("gap_bare_over_phrased", m["gap_bare_over_phrased"], "<= 0.5",
+              paper="answer phrasing is a strong predictor"),
     ] + [
         # criterion 2: isotonic, Platt and spline each remove >= 50% of the over-confident CM's ECE
         Check(f"ece_reduction_{kind}", m[f"ece_reduction_{kind}"], ">= 0.5",
