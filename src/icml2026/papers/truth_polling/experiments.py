@@ -245,7 +245,9 @@ class FactsConfig:
     presets={
         "smoke": FactsConfig(n_entities=40, n_samples=10, lm_steps=10, cnn_epochs=2, n_boot=50),
         "quick": FactsConfig(n_entities=250, lm_steps=300, cnn_epochs=20, n_boot=300),
-        "full": FactsConfig(),
+        # full: 1500 steps at lr 1e-2 so that the transformer fits the 2000-entity corpus (600 steps at lr 3e-2
+        # left it near uniform over the options: probability 0.19 on the truth of clean facts, vs 0.80 now)
+        "full": FactsConfig(lm_steps=1500, lr=1e-2),
     },
 )
 def facts(cfg: FactsConfig, rng: np.random.Generator) -> Outcome:
@@ -284,6 +286,12 @@ def facts(cfg: FactsConfig, rng: np.random.Generator) -> Outcome:
     ax.legend()
     myth = corpus.kind == "myth"
     correct = ans[:, 0, :] == corpus.gold[None, :]
+    # per family, on myth facts: probability on the popular wrong value and on the truth (diagnostic: a
+    # family that learned the myth puts most mass on it; one that did not spreads its errors)
+    q_myth = np.nonzero(myth)[0]
+    for m, name in enumerate(cfg.families):
+        metrics[f"myth_p_myth_{name}"] = float(probs[m, q_myth, corpus.myth[q_myth]].mean())
+        metrics[f"myth_p_gold_{name}"] = float(probs[m, q_myth, corpus.gold[q_myth]].mean())
     pair_rows, ratios = [], []
     for i, j in itertools.combinations(range(n_m), 2):
         # sample s of model i is paired with sample s of model j: all n_samples pairs per question
