@@ -172,3 +172,26 @@ def test_self_confidence_baselines():
     # an over-confident self-confidence (always 0.95 on 50% accuracy) is pulled to the base rate
     out = calibrated_self_confidence("isotonic", [0.95] * 10, [1, 0] * 5, [0.95, 0.95])
     np.testing.assert_allclose(out, [0.5, 0.5])
+
+
+def test_histories_follow_the_official_schema_and_are_deterministic():
+    from icml2026.papers.correctness_models import TargetScale, build_histories
+
+    scale = TargetScale(corpus_arith=300, corpus_fact=600)
+    h1 = build_histories(200, scale, np.random.default_rng(0), n_entities=100, families=("knn", "rules"))
+    h2 = build_histories(200, scale, np.random.default_rng(0), n_entities=100, families=("knn", "rules"))
+    r1, r2 = h1.records("rules"), h2.records("rules")
+    assert r1 == r2
+    assert all(set(HISTORY_FIELDS) <= set(r) for r in r1)
+    gold = {q.qid: q.answer for q in h1.world.questions}
+    for r, ans in zip(r1, h1.answers["rules"].answers, strict=True):
+        assert (r["is_correct"] == "yes") == (ans == gold[r["question_id"]])
+        assert ans in r["cleaned_model_completion"]  # the phrased response contains the bare answer
+    bare = h1.records("rules", phrasing=False)
+    assert [r["cleaned_model_completion"] for r in bare] == h1.answers["rules"].answers
+    # one split shared by all targets: no question is in train for one target and eval for another
+    q_tr = set(h1.part(["knn"], "train")[0])
+    assert q_tr == set(h1.part(["rules"], "train")[0]) and not q_tr & set(h1.part(["rules"], "eval")[0])
+    # the rule solver's confidence on arithmetic is its fixed (over-confident) 0.95
+    arith = [i for i, q in enumerate(h1.world.questions) if q.kind == "arith"]
+    assert np.all(h1.answers["rules"].confidence[arith] == 0.95)
