@@ -127,3 +127,15 @@ def test_configs_refuse_bad_values_naming_the_field():
         ProteinConfig(rl_lr=float("nan"))
     with pytest.raises(ValueError, match="^rl_algo"):
         ProteinConfig(rl_algo="ppo")  # type: ignore[arg-type]
+
+
+def test_novelty_check_fails_when_a_seed_has_no_success():
+    """The headline novelty is the mean over seeds only when every seed has a success (else nan -> fail);
+    a nanmean would let a single success in one seed pass the claim."""
+    from icml2026.core import Check
+    from icml2026.papers.stride.experiments import _all_seeds_mean
+
+    seeds = [{"k": 1.0}, {"k": float("nan")}, {"k": float("nan")}]
+    assert np.isnan(_all_seeds_mean(seeds, "k"))
+    assert not Check("novelty", _all_seeds_mean(seeds, "k"), ">= 0.8").passed
+    assert _all_seeds_mean([{"k": 0.9}, {"k": 0.7}], "k") == pytest.approx(0.8)
