@@ -16,6 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml2026.core.validate import as_array, finite_number, positive_int, same_length
+
 from .floats import round_f32
 from .losses import PhiLike, phi_seeds, resolve_phi
 from .semantics import Layer
@@ -45,11 +47,13 @@ def construct_fixed_order(
     -------
     list of reference layers (use :func:`layers_to_sequential` for torch).
     """
-    xs = np.asarray(xs, dtype=np.float32)
-    g = np.asarray(values, dtype=np.float32)
-    h = np.asarray(grads, dtype=np.float32)
+    xs = as_array(xs, "xs", ndim=1, dtype=np.float32)
+    g = as_array(values, "values", ndim=1, dtype=np.float32)
+    h = as_array(grads, "grads", ndim=1, dtype=np.float32)
+    same_length(xs=xs, values=g, grads=h)
     k = xs.size
-    if delta <= 0 or np.log2(delta) != np.round(np.log2(delta)):
+    delta = finite_number(delta, "delta", lo=0.0, lo_open=True)
+    if np.log2(delta) != np.round(np.log2(delta)):
         raise ValueError(f"delta must be a power of two, got {delta!r}")
     q = xs.astype(np.float64) / (delta / 4)
     srt = np.sort(xs.astype(np.float64))
@@ -153,6 +157,13 @@ def sobolev_fit(
     width, n_hidden, steps, lr : MLP size and optimiser settings.
     """
     _, fn = resolve_phi(phi)
+    xs_ = as_array(xs, "xs", ndim=1, dtype=np.float32)
+    gs_ = as_array(values, "values", ndim=1, dtype=np.float32)
+    hs_ = as_array(grads, "grads", ndim=1, dtype=np.float32)
+    same_length(xs=xs_, values=gs_, grads=hs_)
+    width, n_hidden = positive_int(width, "width"), positive_int(n_hidden, "n_hidden", minimum=0)
+    steps = positive_int(steps, "steps")
+    lr = finite_number(lr, "lr", lo=0.0, lo_open=True)
     mods: list[nn.Module] = []
     d_in = 1
     for _ in range(n_hidden):
@@ -167,9 +178,9 @@ def sobolev_fit(
                 bound = 1.0 / np.sqrt(m.in_features)
                 m.weight.copy_(torch.empty_like(m.weight).uniform_(-bound, bound, generator=generator))
                 m.bias.copy_(torch.empty_like(m.bias).uniform_(-bound, bound, generator=generator))
-    x = torch.tensor(np.asarray(xs, dtype=np.float32).reshape(-1, 1))
-    gt = torch.tensor(np.asarray(values, dtype=np.float32).reshape(-1, 1))
-    ht = torch.tensor(np.asarray(grads, dtype=np.float32).reshape(-1, 1))
+    x = torch.tensor(xs_.reshape(-1, 1))
+    gt = torch.tensor(gs_.reshape(-1, 1))
+    ht = torch.tensor(hs_.reshape(-1, 1))
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     loss_value = float("nan")
     for _ in range(steps):

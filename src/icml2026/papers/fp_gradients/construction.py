@@ -34,6 +34,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml2026.core.validate import as_array
+
 from .floats import (
     F32_MAX,
     Dyadic,
@@ -222,7 +224,7 @@ def point_scales(xs: np.ndarray) -> np.ndarray:
         If a point's grid condition fails: x_k * sigma_k must be exact and x_k * sigma_k + 1 a float32
         (equivalently x_k +- Delta_k / 4 representable), and |sigma_k x_j| must not overflow.
     """
-    xs = np.asarray(xs, dtype=np.float32)
+    xs = as_array(xs, "xs", ndim=1, dtype=np.float32)
     k = xs.size
     order = np.argsort(xs.astype(np.float64), kind="stable")
     srt = xs[order].astype(np.float64)

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icml2026.core.validate import finite_number, positive_int
+
 from .losses import PhiLike, phi_seeds
 
 __all__ = ["Targets", "grid_points", "random_targets", "mild_targets"]
@@ -26,8 +28,9 @@ def grid_points(k: int, rng: np.random.Generator, delta_log2: int = -6) -> np.nd
     Every x is a multiple of Delta/4, neighbours are >= Delta apart, |x| <= 2^20 Delta, with
     Delta = 2^delta_log2: x = Delta (2 u + q/4), u distinct integers in [-2^19, 2^19), q in {0..3}.
     """
-    if k < 1 or k > 2**19:
-        raise ValueError(f"k must be in [1, 2^19], got {k}")
+    k = positive_int(k, "k", maximum=2**19)
+    # |x| <= 2^(delta_log2 + 20) must stay a finite float32 and Delta / 4 a non-zero one.
+    delta_log2 = positive_int(delta_log2, "delta_log2", minimum=-140, maximum=100)
     u = np.sort(rng.choice(np.arange(-(2**19), 2**19), size=k, replace=False))
     q = rng.integers(0, 4, size=k)
     return (np.ldexp(1.0, delta_log2) * (2 * u + q / 4)).astype(np.float32)
@@ -62,12 +65,13 @@ def random_targets(
     signs; a fraction is exactly 0.  Where the seed D^AD phi(g) is 0 (e.g. softplus at g = -3e37, or
     0.5 y^2 at g = 0) the gradient target is set to 0, as Claim 1's conditions require.
     """
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
+    k = positive_int(k, "k")
+    lo = finite_number(grad_log10_range[0], "grad_log10_range[0]", lo=-45.0, hi=38.0)
+    hi = finite_number(grad_log10_range[1], "grad_log10_range[1]", lo=lo, hi=38.0)  # float32 range
+    zero_grad_fraction = finite_number(zero_grad_fraction, "zero_grad_fraction", lo=0.0, hi=1.0)
     xs = grid_points(k, rng, delta_log2)
     big = 1e18 if phi == "half_square" else 3e37
     g = _random_finite_floats(k, rng, big)
-    lo, hi = grad_log10_range
     h = (rng.choice([-1.0, 1.0], size=k) * 10.0 ** rng.uniform(lo, hi, size=k)).astype(np.float32)
     h[rng.random(k) < zero_grad_fraction] = 0
     if k >= 5:
@@ -85,8 +89,7 @@ def mild_targets(k: int, rng: np.random.Generator) -> Targets:
     xs: k sorted distinct multiples of 1/64 in [-k/16, k/16); g = sin(1.5 * 2 pi t) of the rescaled
     position t in [0, 1]; h uniform in [-3, 3].
     """
-    if k < 2:
-        raise ValueError(f"k must be >= 2, got {k}")
+    k = positive_int(k, "k", minimum=2)
     xs = (np.sort(rng.choice(np.arange(-4 * k, 4 * k), size=k, replace=False)) / 64.0).astype(np.float32)
     t = (xs - xs[0]) / (xs[-1] - xs[0])
     g = np.sin(3 * np.pi * t).astype(np.float32)

@@ -162,8 +162,10 @@ def same_value(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     ----------
     a, b : arrays of the same shape (cast to float32).
     """
-    a32 = np.asarray(a, dtype=np.float32)
+    a32 = np.asarray(a, dtype=np.float32)  # NaN is a value here (a network output), never equal to anything
     b32 = np.asarray(b, dtype=np.float32)
+    if a32.shape != b32.shape:  # no broadcasting: a (1,) target must not stand in for every point
+        raise ValueError(f"a and b need the same shape, got {a32.shape} and {b32.shape}")
     bits_equal = a32.view(np.uint32) == b32.view(np.uint32)
     both_zero = (a32 == 0) & (b32 == 0)
     return (bits_equal | both_zero) & ~np.isnan(a32)

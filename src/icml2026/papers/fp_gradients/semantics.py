@@ -22,6 +22,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml2026.core.validate import as_array
+
 from .floats import count_mismatches
 from .losses import PhiLike, phi_seeds
 
@@ -196,7 +198,7 @@ def reference_values_and_grads(
             fwd = _slots(rows, cols, vals, n_out, rank)
             bwd = _slots(cols, rows, vals, n_in, np.arange(n_out))
         plans.append((w, bias, relu, order, fwd, bwd))
-    x_all = np.asarray(xs, dtype=np.float32).reshape(-1)
+    x_all = as_array(xs, "xs", dtype=np.float32).reshape(-1)
     values, grads = np.empty_like(x_all), np.empty_like(x_all)
     for start in range(0, x_all.size, chunk):
         sl = slice(start, start + chunk)
@@ -261,7 +263,7 @@ def torch_values_and_grads(net: nn.Module, xs: np.ndarray, phi: PhiLike) -> tupl
     the network output with that seed gives exactly what ``phi(net(x)).backward()`` gives for the
     single input x (reverse mode is seed-then-backpropagate).
     """
-    x = torch.tensor(np.asarray(xs, dtype=np.float32).reshape(-1, 1), requires_grad=True)
+    x = torch.tensor(as_array(xs, "xs", dtype=np.float32).reshape(-1, 1), requires_grad=True)
     y = net(x)
     values = y.detach().numpy()[:, 0].copy()
     seeds = torch.from_numpy(phi_seeds(phi, values).reshape(-1, 1))
@@ -291,9 +293,9 @@ def verify(
     -------
     Verification with the four mismatch counts (torch / reference, values / gradients).
     """
-    xs32 = np.asarray(xs, dtype=np.float32).reshape(-1)
-    g32 = np.asarray(values, dtype=np.float32).reshape(-1)
-    h32 = np.asarray(grads, dtype=np.float32).reshape(-1)
+    xs32 = as_array(xs, "xs", dtype=np.float32).reshape(-1)
+    g32 = as_array(values, "values", dtype=np.float32).reshape(-1)
+    h32 = as_array(grads, "grads", dtype=np.float32).reshape(-1)
     if not (xs32.size == g32.size == h32.size):
         raise ValueError(f"xs, values and grads need equal lengths, got {xs32.size}, {g32.size}, {h32.size}")
     layers = layers_from_sequential(net)
