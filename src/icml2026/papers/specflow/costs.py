@@ -82,12 +82,12 @@ def measure_costs(
     assert isinstance(net, VelocityNet)
     reasoner: _Reasoner
     if method == "specflow":
-        policy = build_policy(16, 16, n_layers, d_model, n_heads, 64 + depth, g)
+        policy = build_policy(16, 16, n_layers, d_model, n_heads, 64 + depth, g, attn_implementation="eager")
         reasoner = SpecFlowReasoner(policy, FlowUpdater(net, "spectral", n_steps=n_ode_steps, w=w))
     else:
         side = int(round(tokens_per_thought ** 0.5))
         policy = build_policy((32 // side) ** 2, tokens_per_thought, n_layers, d_model, n_heads,
-                              (depth + 2) * (tokens_per_thought + 1), g)
+                              (depth + 2) * (tokens_per_thought + 1), g, attn_implementation="eager")
         reasoner = MVoTReasoner(policy, FlowUpdater(net, "pixel", n_steps=n_ode_steps, w=w), tokens_per_thought)
     lake, moves = forced_path(depth)
     curve = CostCurve(method, tokens_per_thought if method == "mvot" else 16)

@@ -68,13 +68,15 @@ class Policy(nn.Module):
     """
 
     def __init__(self, visual_dim: int, n_slots: int, n_layers: int = 4, d_model: int = 192, n_heads: int = 4,
-                 max_ctx: int = 1024, n_actions: int = 5):
+                 max_ctx: int = 1024, n_actions: int = 5, attn_implementation: str = "sdpa"):
         super().__init__()
         from transformers import GPT2Config, GPT2Model
 
         cfg = GPT2Config(vocab_size=1, n_positions=max_ctx, n_embd=d_model, n_layer=n_layers, n_head=n_heads,
                          resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=None,
                          eos_token_id=None)
+        # "eager" for FLOP counting: FlopCounterMode does not see the fused CPU SDPA kernel's matmuls
+        cfg._attn_implementation = attn_implementation
         self.lm = GPT2Model(cfg)
         self.n_layers, self.d_model, self.max_ctx = n_layers, d_model, max_ctx
         self.bos = nn.Parameter(torch.randn(d_model) * 0.02)
@@ -342,9 +344,10 @@ class SpecFlowReasoner(_Reasoner):
 
 
 def build_policy(visual_dim: int, n_slots: int, n_layers: int, d_model: int, n_heads: int, max_ctx: int,
-                 generator: torch.Generator) -> Policy:
+                 generator: torch.Generator, attn_implementation: str = "sdpa") -> Policy:
     """A freshly initialised :class:`Policy` whose weights are drawn from ``generator``."""
-    return seeded_init(lambda: Policy(visual_dim, n_slots, n_layers, d_model, n_heads, max_ctx), generator)  # type: ignore[return-value]
+    return seeded_init(lambda: Policy(visual_dim, n_slots, n_layers, d_model, n_heads, max_ctx,  # type: ignore[return-value]
+                                      attn_implementation=attn_implementation), generator)
 
 
 Kind = Literal["specflow", "mvot", "mvot_oracle", "text"]
