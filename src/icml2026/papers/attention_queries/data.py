@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from icml2026.core.validate import as_array
+
 from .model import SingleHeadAttention, check_dim
 
 __all__ = ["random_single_head", "random_sequences", "check_rng", "relative_error"]
@@ -59,7 +61,15 @@ def random_sequences(d: int, n_sequences: int, max_len: int, rng: np.random.Gene
 
 
 def relative_error(estimate: np.ndarray, truth: np.ndarray) -> float:
-    """||estimate - truth||_F / ||truth||_F (absolute error when truth is zero)."""
-    den = float(np.linalg.norm(truth))
-    num = float(np.linalg.norm(np.asarray(estimate) - np.asarray(truth)))
+    """||estimate - truth||_F / ||truth||_F (absolute error when truth is zero).
+
+    ``truth`` must be finite; a non-finite ``estimate`` (a failed recovery) gives NaN or inf, which fails any
+    check on the error. The shapes must match exactly (no broadcasting).
+    """
+    t = as_array(truth, "truth", dtype=np.float64)
+    e = np.asarray(estimate, dtype=np.float64)
+    if e.shape != t.shape:
+        raise ValueError(f"estimate has shape {e.shape}, truth has shape {t.shape}")
+    den = float(np.linalg.norm(t))
+    num = float(np.linalg.norm(e - t))
     return num / den if den > 0 else num

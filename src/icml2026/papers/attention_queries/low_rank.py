@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icml2026.core.validate import as_array, finite_number, positive_int, same_length
+
 from .data import check_rank, check_rng
 from .exact import check_identifiable
 from .model import HeadEstimate, check_dim
@@ -305,7 +307,16 @@ def factored_als(
     -------
     ALSResult with A (d, d) of rank <= r.
     """
+    Bm = as_array(Bm, "Bm", ndim=2)
+    Cm = as_array(Cm, "Cm", ndim=2)
+    y = as_array(y, "y", ndim=1)
+    if Bm.shape != Cm.shape:
+        raise ValueError(f"Bm has shape {Bm.shape}, Cm has shape {Cm.shape}")
+    same_length(Bm=Bm, y=y)
     m, d = Bm.shape
+    rank = positive_int(rank, "rank", maximum=d)
+    max_iter = positive_int(max_iter, "max_iter")
+    tol = finite_number(tol, "tol", lo=0.0)
     ynorm = float(np.linalg.norm(y))
     if ynorm == 0.0:
         return ALSResult(A=np.zeros((d, d)), residual=0.0, n_iter=0)
