@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from icml2026.core.progress import track
+
 from .agent import Trajectory
 from .embed import SentenceEncoder
 
@@ -497,7 +499,7 @@ class STAAttacker:
         if not isinstance(rng, np.random.Generator):
             raise ValueError("rng must be a numpy Generator")
         log = AttackLog()
-        for x in probe_queries:
+        for x in track(list(probe_queries), "STA probe queries"):
             base = agent.run(x)
             log.victim_runs += 1
             for _ in range(n_iter):
