@@ -273,8 +273,8 @@ def _run_jobs(
         "paper": PendulumConfig(n_seeds=3, total_steps=30_000, learning_starts=5_000, n_luts=256,
                                 eval_episodes=20, run_baseline=True, run_quantized=True, check_returns=True,
                                 yosys=True, workers=2),
-        # smoke: 300 SAC steps (50 updates) of a tiny DWC, for the contract test (its checks may fail)
-        "smoke": PendulumConfig(total_steps=300, learning_starts=250, n_luts=16, bits=15, eval_episodes=1,
+        # smoke: 150 SAC steps (30 updates) of a tiny DWC, for the contract test (its checks may fail)
+        "smoke": PendulumConfig(total_steps=150, learning_starts=120, n_luts=16, bits=15, eval_episodes=1,
                                 n_random_vectors=200),
     },
 )
@@ -306,8 +306,8 @@ class HopperConfig(PendulumConfig):
         # paper: the brief's optional long run (many hours on 2 CPU cores; marked slow, not run here)
         "paper": HopperConfig(total_steps=150_000, learning_starts=5_000, n_luts=256, eval_episodes=10,
                               check_returns=True, yosys=True, workers=2),
-        # smoke: 300 SAC steps of a tiny DWC and the FP32 MLP, for the contract test (its checks may fail)
-        "smoke": HopperConfig(total_steps=300, learning_starts=250, n_luts=16, bits=15, eval_episodes=1,
+        # smoke: 150 SAC steps of a tiny DWC and the FP32 MLP, for the contract test (its checks may fail)
+        "smoke": HopperConfig(total_steps=150, learning_starts=120, n_luts=16, bits=15, eval_episodes=1,
                               n_random_vectors=200),
     },
 )

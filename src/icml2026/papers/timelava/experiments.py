@@ -278,7 +278,12 @@ class SyntheticConfig:
     "timelava.anomaly_synthetic",
     claim="On synthetic series TimeLAVA localises isolated spikes (AUC >= 0.75) and isolated spikes give "
     "heavy-tailed segment values while a regime shift does not (Thm 5.1).",
-    presets={"quick": SyntheticConfig(), "full": SyntheticConfig(length=4000, seeds=5)},
+    presets={
+        "quick": SyntheticConfig(),
+        "full": SyntheticConfig(length=4000, seeds=5),
+        # smoke: one short draw with every baseline (contract test; its checks may fail)
+        "smoke": SyntheticConfig(length=512, seeds=1, window=32, stride=8),
+    },
 )
 def anomaly_synthetic(cfg: SyntheticConfig, rng: np.random.Generator) -> Outcome:
     metrics: dict[str, float] = {}
