@@ -96,6 +96,7 @@ def molecule_task():
     return make_molecule_task(np.random.default_rng(0), n_train=300, n_test=20, n_scaffolds=1)
 
 
+@pytest.mark.slow  # ~10 s: RDKit descriptors of 400 molecules
 def test_molecule_task_pairs_are_labelled_strictly(molecule_task):
     t = molecule_task
     assert len(t.train) == 300 and len(t.test_prompts) == 20
