@@ -95,9 +95,11 @@ def test_group_advantages():
         group_advantages(torch.tensor([1.0, float("nan"), 0.0]), 3)
 
 
-def test_kv_cache_sampling_equals_full_recompute():
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_kv_cache_sampling_equals_full_recompute(family):
     vocab = EditVocab(AMINO_ACIDS)
-    model = _tiny(vocab)
+    model = build_policy(vocab, PolicyConfig(family=family, d_model=16, n_layers=1, n_heads=2, max_len=48),
+                         torch.Generator().manual_seed(0))
     prompts = [vocab.prompt("ACDEFG"), vocab.prompt("KL")]  # different lengths: left padding is exercised
     kw = dict(n=3, max_new_tokens=12, eos_id=vocab.eos_id, pad_id=vocab.pad_id, temperature=1.0, top_p=0.9)
     a = sample(model, prompts, generator=torch.Generator().manual_seed(5), use_cache=True, **kw)
