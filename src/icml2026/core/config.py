@@ -27,7 +27,7 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 __all__ = [
     "Spec",
@@ -211,7 +211,7 @@ def validate_fields(obj: Any) -> None:
             object.__setattr__(obj, f.name, new)
 
 
-def config(cls: C) -> C:
+def _config(cls: C) -> C:
     """``@dataclass(frozen=True)`` whose ``__post_init__`` first validates every field (see module doc).
 
     May be stacked on an existing ``@dataclass(frozen=True)``; the class's own ``__post_init__`` (if any)
@@ -234,6 +234,12 @@ def config(cls: C) -> C:
     if "__dataclass_fields__" not in cls.__dict__:
         return cast(C, dataclass(frozen=True)(cls))
     return cls
+
+
+if TYPE_CHECKING:  # type checkers see a plain dataclass: param(...) returns the field's default value
+    from dataclasses import dataclass as config
+else:
+    config = _config
 
 
 def is_validated_config(cls: type) -> bool:
