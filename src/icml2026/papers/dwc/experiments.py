@@ -90,7 +90,7 @@ class SanityConfig:
     n_layers: int = param(2, 1, 8)
     bits: int = param(31, 3, 255, help="odd; paper: 63")
     lut_inputs: int = param(6, 1, 10, help="paper: 6")
-    steps: int = param(300, 1, 100_000)
+    steps: int = param(300, 1, 20_000, help="Adam steps (full: 600)")
     lr: float = param(1e-2, 0.0, 1.0, lo_open=True)
     batch_size: int = param(256, 1, 8192)
     n_train: int = param(4096, 1, 200_000)

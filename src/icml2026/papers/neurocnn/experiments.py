@@ -58,9 +58,10 @@ def _check_model_sizes(cfg: object, rates: tuple[float, ...], n_modes_field: str
                          f"{tokens * n_max:,} entries (at most {_MAX_POOL_ENTRIES:,})")
 
 
-def _check_bank(n_field: str, n_windows: int, window_s: float, fs: float) -> None:
+def _check_bank(n_field: str, n_windows: int, window_s: float, fs: float, value: int | None = None) -> None:
     if n_windows * window_s * fs > _MAX_SIGNAL_FLOATS:
-        raise ValueError(f"{n_field} = {n_windows}: {n_windows} windows of {window_s} s at {fs:g} Hz hold "
+        raise ValueError(f"{n_field} = {n_windows if value is None else value}: {n_windows} windows of {window_s} s "
+                         f"at {fs:g} Hz hold "
                          f"{n_windows * window_s * fs:,.0f} samples (at most {_MAX_SIGNAL_FLOATS:,})")
 
 
@@ -603,7 +604,7 @@ def sleep_zero_shot(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
 class EcgConfig:
     n_recordings_per_class: int = param(8, 2, 50, help=">= 2: recordings are split train / test")
     windows_per_recording: int = param(25, 1, 200)
-    recording_s: float = param(60.0, 2.0, 600.0, help="at least window_s + 1")
+    recording_s: float = param(60.0, 2.0, 120.0, help="at least window_s + 1")
     window_s: float = param(8.0, 1.0, 60.0, help="CinC 2017 frames in the paper: 8 s")
     epochs: int = param(10, 1, 100)
     batch_size: int = param(32, 1, 256)
@@ -637,9 +638,14 @@ class EcgConfig:
             raise ValueError(f"window_s = {self.window_s}: a window at {min(self.test_rates):g} Hz has {n_min} "
                              f"samples, fewer than the FNO's 128 modes")
         n_windows = 4 * self.n_recordings_per_class * self.windows_per_recording
-        _check_bank("windows_per_recording", n_windows, self.window_s, sum(self.test_rates))
-        # ECGSYN simulates every recording at 500 Hz
-        _check_bank("n_recordings_per_class", 4 * self.n_recordings_per_class, self.recording_s, 500.0)
+        _check_bank("windows_per_recording", n_windows, self.window_s, sum(self.test_rates),
+                    self.windows_per_recording)
+        # ECGSYN simulates every recording at 500 Hz, ~0.1-1 s of CPU per simulated second on 2 shared cores:
+        # at most twice the full preset's 4 x 8 recordings x 60 s
+        simulated = 4 * self.n_recordings_per_class * self.recording_s
+        if simulated > 3840:
+            raise ValueError(f"n_recordings_per_class = {self.n_recordings_per_class}: with recording_s = "
+                             f"{self.recording_s} ECGSYN would simulate {simulated:g} s of ECG (at most 3840 s)")
 
 
 @experiment(
