@@ -25,6 +25,7 @@ from .data import (
     make_instances,
     min_coordinate_gap,
     random_box_sum,
+    random_flow_set,
     random_graphic_matroid,
     random_partition_matroid,
     random_uniform_matroid,
@@ -41,6 +42,7 @@ from .feasible_sets import (
     UniformMatroidBases,
     verify_m_convex,
 )
+from .flow_sets import FlowSet, is_laminar, laminar_set, transversal_matroid_bases
 from .learner import CentroidLearner, Learner, PlayTrace, play
 from .linear_extensions import (
     EXACT_MAX_D,
@@ -58,6 +60,7 @@ __all__ = [
     "EXACT_MAX_D",
     "ExplicitSet",
     "FeasibleSet",
+    "FlowSet",
     "GraphicMatroidBases",
     "Learner",
     "OnlineGradientLearner",
@@ -66,6 +69,8 @@ __all__ = [
     "PlayTrace",
     "UniformMatroidBases",
     "count_linear_extensions",
+    "is_laminar",
+    "laminar_set",
     "linear_extension_heights",
     "make_instances",
     "min_coordinate_gap",
@@ -77,7 +82,9 @@ __all__ = [
     "random_partition_matroid",
     "random_uniform_matroid",
     "sample_w_star",
+    "random_flow_set",
     "segment_instances",
+    "transversal_matroid_bases",
     "verify_m_convex",
     "w_star_with_gap",
 ]

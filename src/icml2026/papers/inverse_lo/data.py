@@ -16,6 +16,7 @@ from .feasible_sets import (
     PartitionMatroidBases,
     UniformMatroidBases,
 )
+from .flow_sets import FlowSet
 
 __all__ = [
     "ENVIRONMENTS",
@@ -23,6 +24,7 @@ __all__ = [
     "random_partition_matroid",
     "random_graphic_matroid",
     "random_box_sum",
+    "random_flow_set",
     "make_instances",
     "sample_w_star",
     "w_star_with_gap",
@@ -80,11 +82,31 @@ def random_box_sum(d: int, rng: np.random.Generator, max_upper: int = 3) -> BoxS
     return BoxSumSet(np.zeros(d, dtype=np.int64), upper, int(rng.integers(1, upper.sum())))
 
 
+def random_flow_set(d: int, rng: np.random.Generator) -> FlowSet:
+    """Env "flow": terminal vectors of integral flows in a random two-layer network (M-convex, not a box).
+
+    Source -> m in [1, d] hubs (capacity U{1..3}) -> each item from 1 or 2 random hubs (capacity U{1, 2})
+    -> item's terminal arc (capacity U{1, 2}); the flow value K is uniform in [1, max flow - 1] when the max
+    flow is >= 2 (so the set has >= 2 points), else the max flow.
+    """
+    d = _check_d(d, 1)
+    m = int(rng.integers(1, d + 1))
+    arcs: list[tuple[object, object, int]] = [(("s",), ("hub", k), int(rng.integers(1, 4))) for k in range(m)]
+    for i in range(d):
+        for k in rng.choice(m, size=int(rng.integers(1, min(m, 2) + 1)), replace=False):
+            arcs.append((("hub", int(k)), ("item", i), int(rng.integers(1, 3))))
+    terminals = [(("item", i), int(rng.integers(1, 3))) for i in range(d)]
+    top = FlowSet(arcs, terminals, ("s",), 0).max_total
+    total = int(rng.integers(1, top)) if top >= 2 else top
+    return FlowSet(arcs, terminals, ("s",), total)
+
+
 ENVIRONMENTS = {
     "uniform": random_uniform_matroid,
     "partition": random_partition_matroid,
     "graphic": random_graphic_matroid,
     "box_sum": random_box_sum,
+    "flow": random_flow_set,
 }
 
 
