@@ -1,4 +1,7 @@
-"""Flow matching in block-DCT space (Sec. 3.3), Euler sampling with classifier-free guidance (Sec. 3.4, Alg. 1).
+"""Flow matching in block-DCT space (method step 3), Euler sampling with classifier-free guidance (step 4, Alg. 1).
+
+Step numbers refer to the five numbered steps of the method as the brief states them; the paper's own
+equation numbers were not available to us, Alg. 1 is the paper's.
 
 Time convention everywhere (the official code's): t = 0 is noise, t = 1 is data,
 ``X_t = (1 - t) X_noise + t X_data`` and the target velocity is ``X_data - X_noise``. The mask M(t) acts on
@@ -33,7 +36,7 @@ __all__ = [
 
 
 def guided_velocity(u_uncond: torch.Tensor, u_cond: torch.Tensor, w: float) -> torch.Tensor:
-    """Classifier-free guidance ``u = u(., t, null) + w (u(., t, c) - u(., t, null))`` (Sec. 3.4).
+    """Classifier-free guidance ``u = u(., t, null) + w (u(., t, c) - u(., t, null))`` (step 4).
 
     w = 1 gives the conditional velocity, w = 0 the unconditional one.
     """
@@ -214,7 +217,7 @@ class FlowUpdater:
                  state: torch.Tensor) -> torch.Tensor:
         """u_theta(M(t) X_t, t, c) from the net's data estimate X_1_hat (``x_in`` is the masked state).
 
-        # Deviation: the net predicts X_1 and the velocity is the one that is optimal under Eq. (5) given that
+        # Deviation: the net predicts X_1 and the velocity is the one that is optimal under the step-3 loss given that
         # estimate: ``(X_1_hat - X_t) / (1 - t)`` on the coefficients M(t) shows, ``X_1_hat`` (= E[X_1 - X_noise])
         # on the masked ones, whose noise the net cannot see. The paper's net outputs u directly.
         """
@@ -279,7 +282,7 @@ def flow_matching_loss(
     generator: torch.Generator,
     p_drop: float = 0.1,
 ) -> torch.Tensor:
-    """Flow-matching loss of Eq. (5) on ``X_t = (1 - t) X_noise + t X_data``, c dropped with prob ``p_drop``.
+    """Flow-matching loss of step 3 on ``X_t = (1 - t) X_noise + t X_data``, c dropped with prob ``p_drop``.
 
     ``state`` is the net's state channel, ``target`` the next render's pixels (B, 1, H, W).
     """
@@ -299,7 +302,7 @@ def flow_matching_loss(
     drop = torch.rand(bsz, generator=generator) < p_drop
     cond = torch.where(drop[:, None], net.null.expand(bsz, -1), cond)
     x1_hat = net(x_t, t, cond, state)
-    # Deviation: Eq. (5) reweighted by (1 - t)^2 on the visible coefficients, i.e. the X_1-prediction loss
+    # Deviation: the step-3 loss reweighted by (1 - t)^2 on the visible coefficients, i.e. the X_1-prediction loss
     # || X_1_hat - X_data ||^2 (the velocity of FlowUpdater.velocity is exact where X_1_hat is); unweighted,
     # the 1 / (1 - t)^2 factor of the reparameterised velocity makes training unstable near t = 1.
     return ((x1_hat - x_data) ** 2).mean()

@@ -1,4 +1,6 @@
-"""Block DCT (Sec. 3.1), the progressive frequency mask M(t) (Sec. 3.2) and the fixed-size workspace (Sec. 3.4).
+"""Block DCT (method step 1), the progressive frequency mask M(t) (step 2), the fixed-size workspace (step 5).
+
+Step numbers refer to the method's numbered steps in the brief; the paper's equation numbers were not available.
 
 Symbols: b = ``block``; D = :func:`dct_matrix`; X = D x D^T per b x b block; keep(t) = :func:`keep_count`;
 M(t) = :func:`frequency_mask`; the workspace keeps the first ``ws_keep`` zig-zag coefficients of each block.
@@ -36,7 +38,7 @@ def _block(block: int) -> int:
 
 
 def dct_matrix(block: int = 8, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """Orthonormal DCT-II matrix D (b x b): ``D[k, n] = s_k cos(pi / b (n + 1/2) k)`` (Sec. 3.1)."""
+    """Orthonormal DCT-II matrix D (b x b): ``D[k, n] = s_k cos(pi / b (n + 1/2) k)`` (step 1)."""
     b = _block(block)
     k = torch.arange(b, dtype=torch.float64)[:, None]
     n = torch.arange(b, dtype=torch.float64)[None, :]
@@ -70,7 +72,7 @@ def _blockwise(x: torch.Tensor, left: torch.Tensor, right: torch.Tensor, block: 
 
 
 def block_dct(x: torch.Tensor, block: int = 8) -> torch.Tensor:
-    """Per-block 2-D DCT-II, ``X = D x D^T`` (Sec. 3.1), over any leading batch dims; same shape as ``x``."""
+    """Per-block 2-D DCT-II, ``X = D x D^T`` (step 1), over any leading batch dims; same shape as ``x``."""
     b = _block(block)
     _check_image(x, b, "x")
     d = dct_matrix(b, torch.float64)
@@ -125,7 +127,7 @@ def keep_count(
     max_keep: int = 64,
     fixed_keep: int = 16,
 ) -> int:
-    """Coefficients kept per block at flow time t: ``round(min_keep + alpha(t) (max_keep - min_keep))`` (Eq. 4).
+    """Coefficients kept per block at flow time t: ``round(min_keep + alpha(t) (max_keep - min_keep))`` (step 2).
 
     ``alpha`` is ``0.5 - 0.5 cos(pi t)`` (cosine, default), ``t`` (linear); ``fixed`` keeps ``fixed_keep``
     at every t. t = 0 is the noise end (fewest coefficients), t = 1 the data end.
@@ -174,7 +176,7 @@ def frequency_mask(
     max_keep: int = 64,
     fixed_keep: int = 16,
 ) -> torch.Tensor:
-    """The per-block 0/1 mask M(t) (b x b) of Sec. 3.2 with ``keep_count(t, ...)`` low-frequency entries.
+    """The per-block 0/1 mask M(t) (b x b) of step 2 with ``keep_count(t, ...)`` low-frequency entries.
 
     ``square``: the top-left s x s entries, s = floor(sqrt(keep)) (the code's default); ``zigzag``: the first
     ``keep`` entries of the JPEG scan; ``radial``: the ``keep`` entries of smallest ``k^2 + l^2``.
@@ -194,7 +196,7 @@ def tile_mask(mask: torch.Tensor, height: int, width: int) -> torch.Tensor:
 
 
 def to_workspace(X: torch.Tensor, ws_keep: int = 16, block: int = 8) -> torch.Tensor:  # noqa: N803
-    """The workspace (Sec. 3.4): the first ``ws_keep`` zig-zag coefficients of every block.
+    """The workspace (step 5): the first ``ws_keep`` zig-zag coefficients of every block.
 
     ``X`` (..., H, W) block-DCT coefficients -> (..., H/b * W/b, ws_keep), one row per block (row-major):
     the policy reads one token per block. Its size is fixed by the image size alone.

@@ -153,7 +153,7 @@ def train_velocity(
     generator: torch.Generator,
     p_drop: float = 0.1,
 ) -> list[float]:
-    """Flow matching (Eq. 5) on the expert's (v_i, a_1..a_{i+1}, v_{i+1}) triplets; returns the loss per step."""
+    """Flow matching (step 3) on the expert's (v_i, a_1..a_{i+1}, v_{i+1}) triplets; returns the loss per step."""
     if not episodes:
         raise ValueError("episodes: is empty")
     n_steps = positive_int(n_steps, "n_steps", maximum=10**6)
