@@ -73,6 +73,8 @@ class ExactConfig:
     presets={
         "quick": ExactConfig(),
         "full": ExactConfig(ks=(40, 400, 1000), seeds_per_k=(5, 5, 2)),
+        # smoke: the same code path in a few seconds (contract and CLI tests); its checks may fail.
+        "smoke": ExactConfig(ks=(8,), seeds_per_k=(1,), phis=("identity", "softplus"), figure_points=4),
     },
 )
 def exact_representation(cfg: ExactConfig, rng: np.random.Generator) -> Outcome:
@@ -171,7 +173,8 @@ class OrderConfig:
         "The fixed-order construction is exact only for left-to-right sums (reordering the output sum or "
         "torch's BLAS breaks values), while the order-robust construction is exact in every order."
     ),
-    presets={"quick": OrderConfig(), "full": OrderConfig(k=1000, n_random_orders=4)},
+    presets={"quick": OrderConfig(), "full": OrderConfig(k=1000, n_random_orders=4),
+             "smoke": OrderConfig(k=20, n_random_orders=1)},
 )
 def order_control(cfg: OrderConfig, rng: np.random.Generator) -> Outcome:
     tg_rng, order_rng = spawn(rng, 2)
@@ -239,7 +242,8 @@ class SizeConfig:
         "(chain layers + 2), "
         "and it verifies exactly at every size."
     ),
-    presets={"quick": SizeConfig(), "full": SizeConfig(ks=(10, 20, 40, 100, 200, 400, 1000))},
+    presets={"quick": SizeConfig(), "full": SizeConfig(ks=(10, 20, 40, 100, 200, 400, 1000)),
+             "smoke": SizeConfig(ks=(5, 10))},
 )
 def size_vs_k(cfg: SizeConfig, rng: np.random.Generator) -> Outcome:
     rows: list[dict[str, Any]] = []
@@ -321,7 +325,7 @@ def random_normal_floats(n: int, rng: np.random.Generator) -> np.ndarray:
         "fl(fl(rho z) a) == T is solvable for every random normal-range (rho, T) pair, while a single "
         "rounding fl(rho z) == T misses a sizeable fraction of targets."
     ),
-    presets={"quick": SolverConfig(), "full": SolverConfig(n_pairs=20000)},
+    presets={"quick": SolverConfig(), "full": SolverConfig(n_pairs=20000), "smoke": SolverConfig(n_pairs=200)},
 )
 def scaling_solver(cfg: SolverConfig, rng: np.random.Generator) -> Outcome:
     rho, target = random_normal_floats(cfg.n_pairs, rng), random_normal_floats(cfg.n_pairs, rng)

@@ -80,6 +80,8 @@ class FiniteClassConfig:
     presets={
         "quick": FiniteClassConfig(n_repeats=200, n_quad=30000),
         "full": FiniteClassConfig(n_repeats=2000, n_quad=100000),
+        # smoke: the same code path in a few seconds (contract and CLI tests); its checks may fail.
+        "smoke": FiniteClassConfig(n_angles=10, n_offsets=8, n_repeats=20, n_quad=2000),
     },
 )
 def finite_class(cfg: FiniteClassConfig, rng: np.random.Generator) -> Outcome:
