@@ -9,7 +9,7 @@ import pytest
 from icml2026.core import make_rng
 from icml2026.core.registry import get_experiment
 
-NAMES = ["finite_regret", "wrong_vs_d", "corruption", "gap_sweep", "notebook_segment"]
+NAMES = ["finite_regret", "wrong_vs_d", "corruption", "gap_sweep", "notebook_segment", "lower_bound"]
 
 TINY = {
     "finite_regret": dict(
@@ -24,6 +24,7 @@ TINY = {
     "corruption": dict(d=6, n_rounds=100, n_seeds=1, corruptions=(0, 2), with_ons=False),
     "gap_sweep": dict(d=6, n_rounds=100, n_seeds=1, deltas=(1.0, 1e-3)),
     "notebook_segment": dict(n_rounds=300, n_trials=2, cp_samples_per_dim=200),
+    "lower_bound": dict(dims=(4, 6), n_tail=30, n_seeds=2, cp_samples_per_dim=100),
 }
 
 
@@ -56,6 +57,9 @@ def test_quick_preset_passes(name):
         ("corruption", dict(corruption="noise")),
         ("gap_sweep", dict(deltas=(0.0,))),
         ("notebook_segment", dict(n_rounds=10)),
+        ("lower_bound", dict(learners=("ons",))),
+        ("lower_bound", dict(dims=(1, 4))),
+        ("lower_bound", dict(n_tail=-1)),
     ],
 )
 def test_bad_config_raises_value_error(name, bad):
