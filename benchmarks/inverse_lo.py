@@ -6,7 +6,9 @@ Part 1 times one exact centroid (DP over order ideals) at d = 10, 14, 18 on the 
 the worst case, i.e. the first round) and on a random poset with 20% of the pairs ordered; and one sampled
 centroid (Markov chain on linear extensions) at d = 50. Part 2 plays the centroid learner and ONS on the
 same uniform-matroid instances (d = 10, T = 10^4; --quick: T = 2000) and prints regret, wrong rounds and
-wall time, with the ratio ONS / ours. Nothing is written to disk.
+wall time, with the ratio ONS / ours. Part 3 times the min-cost-flow oracle of a random flow-defined M-convex
+set (``random_flow_set``) at d = 10 and 50: maximize (network simplex), contains (max flow) and
+exchange_pairs (one max flow + residual reachability). Nothing is written to disk.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from icml2026.papers.inverse_lo import (
     make_instances,
     mistake_bound,
     play,
+    random_flow_set,
     sample_w_star,
 )
 
@@ -81,6 +84,23 @@ def main() -> None:
         print(f"{name:<18}{reg:>10.3f}{wrong:>8d}{sec:>10.2f}")
     ours, ons = rows["centroid (ours)"], rows["ONS"]
     print(f"{'ratio ONS/ours':<18}{ons[0] / ours[0]:>10.2f}{ons[1] / ours[1]:>8.2f}{ons[2] / ours[2]:>10.2f}")
+    flow_oracle_timings(repeats)
+
+
+def flow_oracle_timings(repeats: int) -> None:
+    """Part 3: per-call cost of the flow oracle (mean over 20 random sets, best of ``repeats``)."""
+    rng = np.random.default_rng(2)
+    print(f"\nflow oracle per call (mean over 20 random flow sets, best of {repeats})")
+    print(f"{'d':>4}{'maximize [ms]':>16}{'contains [ms]':>16}{'exchange [ms]':>16}")
+    for d in (10, 50):
+        sets = [random_flow_set(d, rng) for _ in range(20)]
+        w = sample_w_star(d, rng)
+        xs = [fs.maximize(w) for fs in sets]
+        pairs = list(zip(sets, xs, strict=True))
+        t_max = _time(lambda sets=sets, w=w: [fs.maximize(w) for fs in sets], repeats) / len(sets)
+        t_in = _time(lambda pairs=pairs: [fs.contains(x) for fs, x in pairs], repeats) / len(sets)
+        t_ex = _time(lambda pairs=pairs: [fs.exchange_pairs(x) for fs, x in pairs], repeats) / len(sets)
+        print(f"{d:>4}{1e3 * t_max:>16.2f}{1e3 * t_in:>16.2f}{1e3 * t_ex:>16.2f}")
 
 
 if __name__ == "__main__":

@@ -632,7 +632,7 @@ def lower_bound(cfg: LowerBoundConfig, rng: np.random.Generator) -> Outcome:
               paper="wrong rounds <= ln(d!)/ln(e/(e-1)) = O(d log d), within a log factor of Omega(d)")
     )
     fig, ax = new_figure(
-        f"lower-bound family ({cfg.env} tail of {cfg.n_tail} rounds, {cfg.n_seeds} seeds): wrong rounds vs d",
+        f"pair family + {cfg.n_tail} {cfg.env} rounds: wrong rounds ({cfg.n_seeds} seeds)",
         "dimension d",
         "number of wrong rounds (mean, bar = min..max)",
     )
@@ -651,7 +651,7 @@ def lower_bound(cfg: LowerBoundConfig, rng: np.random.Generator) -> Outcome:
         )
     ax.legend(fontsize=7)
     fig2, ax2 = new_figure(
-        f"lower-bound family: wrong pair rounds vs d (oblivious w*, {cfg.n_seeds} seeds)",
+        f"pair rounds only: wrong rounds (oblivious w*, {cfg.n_seeds} seeds)",
         "dimension d",
         "wrong rounds among the floor(d/2) pair rounds (mean)",
     )
