@@ -12,8 +12,8 @@ Two backends implement the :class:`TextModel` protocol:
 
 ``serve_text_model`` puts any local model behind a loopback OpenAI-compatible server, so the HTTP path
 can be exercised offline; ``mode="vllm"`` reproduces vLLM's echo rules (BOS in the echo, ``text_offset``
-as vLLM computes it, ``/tokenize``, token-id prompts, streaming). :func:`train_tiny_lm` trains a tiny GPT-2 or Llama model from scratch on a
-synthetic corpus so that tests
+as vLLM computes it, ``/tokenize``, token-id prompts, streaming). :func:`train_tiny_lm` trains a tiny
+GPT-2 or Llama model from scratch on a synthetic corpus so that tests
 and demos have real models without downloading anything. ``transformers`` is imported lazily, only inside
 the local backend and the trainer, so importing this package stays light.
 """

@@ -199,7 +199,7 @@ def _low_rank_recovery(cfg: LowRankConfig, rng: np.random.Generator) -> Outcome:
         errs = []
         for head, s in zip(heads, spawn(seeds[-1], len(heads)), strict=True):
             est = recover_low_rank(
-                CountingOracle(head), d, rank=r, method="compressed_sensing", rng=s, kappa=kappa
+                CountingOracle(head), d, rank=r, method="compressed_sensing", rng=s, kappa=float(kappa)
             )
             errs.append(relative_error(est.A, head.A))
         frac = float(np.mean(np.array(errs) < _CS_TOL))

@@ -194,7 +194,8 @@ class PendulumConfig:
                   n_luts=self.n_luts, n_layers=self.n_layers, bits=self.bits, lut_inputs=self.lut_inputs)
 
     def sac(self, actor: str) -> SACConfig:
-        return SACConfig(env_id=self.env_id, actor=actor, total_steps=self.total_steps,
+        return SACConfig(env_id=self.env_id, actor=actor,  # type: ignore[arg-type]  # SACConfig checks it
+                         total_steps=self.total_steps,
                          learning_starts=self.learning_starts, n_luts=self.n_luts, n_layers=self.n_layers,
                          bits=self.bits, lut_inputs=self.lut_inputs, eval_episodes=self.eval_episodes,
                          checkpoint_every=max(1000, self.total_steps // 5))

@@ -171,7 +171,7 @@ class FlowSet(FeasibleSet):
                 residual.add_edge(u, v)
             if f > 0:
                 residual.add_edge(v, u)
-        pairs = []
+        pairs: list[tuple[int, int]] = []
         for i in np.flatnonzero(x > 0):
             reach = nx.descendants(residual, _term(int(i)))
             pairs.extend((int(i), j) for j in range(self.d) if j != i and x[j] < self.capacity[j] and _term(j) in reach)
@@ -265,7 +265,7 @@ def transversal_matroid_bases(d: int, slots: Sequence[Sequence[int]]) -> FlowSet
     d = int(d)
     if len(slots) < 1:
         raise ValueError("slots: need at least one slot")
-    arcs = []
+    arcs: list[tuple[Hashable, Hashable, int]] = []
     for k, slot in enumerate(slots):
         members = sorted({int(m) for m in slot})
         if members and (members[0] < 0 or members[-1] >= d):

@@ -175,13 +175,13 @@ def _props_cached(smiles: str) -> MoleculeProps | None:
     from rdkit import Chem, RDLogger
     from rdkit.Chem import QED, Crippen, rdMolDescriptors
 
-    RDLogger.DisableLog("rdApp.*")
+    RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]  # rdkit's stubs miss these
     mol = Chem.MolFromSmiles(smiles)
     if mol is None or mol.GetNumAtoms() == 0:
         return None
     gen = _morgan_generator()
     values = {
-        "logP": float(Crippen.MolLogP(mol)),
+        "logP": float(Crippen.MolLogP(mol)),  # type: ignore[attr-defined]
         "QED": float(QED.qed(mol)),
         "TPSA": float(rdMolDescriptors.CalcTPSA(mol)),
         "HBA": float(rdMolDescriptors.CalcNumHBA(mol)),
