@@ -279,7 +279,7 @@ def _low_rank_recovery(cfg: LowRankConfig, rng: np.random.Generator) -> Outcome:
             Check("adaptive_rescale_fraction", rescale_fraction, "< 0.05", paper=None),
             Check("adaptive_max_rel_err_A", err_ad, "< 1e-9", paper="exact"),
             Check("cs_frac_recovered_m6rd", frac6, ">= 0.9", paper="O(rd) random measurements suffice"),
-            Check("cs_kappa_min", kappa_min, "<= 6", paper="brief: kappa ~ 3-6"),
+            Check("cs_kappa_min", kappa_min, "<= 6"),
             Check("least_squares_min_err_m6rd", min(ls_err6), "> 0.1", paper="no rank prior: needs d^2"),
             Check("cs_err_below_dof", err_below, "> 1e-3", paper="m < r(2d - r) cannot recover"),
         ],

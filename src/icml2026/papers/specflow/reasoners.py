@@ -12,6 +12,7 @@ visual KV footprint is constant; the MVoT baseline appends its thoughts instead 
 
 from __future__ import annotations
 
+import abc
 import time
 from dataclasses import dataclass, field
 from typing import Literal
@@ -145,7 +146,7 @@ class _FlopMeter:
             self.flops = int(self._mode.get_total_flops())
 
 
-class _Reasoner:
+class _Reasoner(abc.ABC):
     """Shared rollout: policy reads, acts in the true environment, the visual thought is updated."""
 
     kind: str = ""
@@ -156,21 +157,26 @@ class _Reasoner:
         self.max_extra_hops = positive_int(max_extra_hops, "max_extra_hops", minimum=0, maximum=100)
 
     # subclasses: first tokens, tokens after a move, and the visual thought
+    @abc.abstractmethod
     def _start(self, img: torch.Tensor) -> tuple[torch.Tensor, object]:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _after_move(self, action: int, thought: object) -> torch.Tensor:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _think(self, m: LakeMap, pos: tuple[int, int], visited: set, thought: object, trace: list[int],
                g: torch.Generator) -> object:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _visual_in_context(self, n_hops: int) -> int:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _decode(self, thought: object) -> np.ndarray | None:
-        raise NotImplementedError
+        ...
 
     def _read(self, embeds: torch.Tensor, cache: object, n_text: int, keep_tail: bool) -> tuple[int, int, int]:
         hidden = self.policy(embeds, cache, start=n_text)
