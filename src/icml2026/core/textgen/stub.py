@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
@@ -33,7 +33,7 @@ import numpy as np
 
 from .protocol import TextModel
 
-__all__ = ["serve_text_model"]
+__all__ = ["serve_text_model", "serve_json"]
 
 
 class _BadRequest(ValueError):
@@ -281,6 +281,67 @@ def _stream_events(body: dict[str, Any], chat: bool) -> Iterator[bytes]:
     yield b"data: [DONE]\n\n"
 
 
+class _JSONHandler(BaseHTTPRequestHandler):
+    """A quiet request handler that answers with JSON bodies."""
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+        return
+
+    def _read_json(self) -> Any:
+        return json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+
+    def _send(self, status: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@contextmanager
+def _serve(handler: type[BaseHTTPRequestHandler], port: int) -> Iterator[str]:
+    """Run ``handler`` on 127.0.0.1 in a background thread; yields ``http://127.0.0.1:P/v1``."""
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@contextmanager
+def serve_json(answer: Callable[[dict[str, Any]], dict[str, Any]], *, route: str = "/completions",
+               port: int = 0) -> Iterator[str]:
+    """Serve POST requests to paths ending in ``route`` with ``answer(request) -> body`` (one at a time).
+
+    For papers that need an OpenAI-compatible reply this module's engine does not give; a request that
+    ``answer`` rejects with ValueError/KeyError/TypeError gets status 400, another path 404.
+    """
+    lock = threading.Lock()
+
+    class Handler(_JSONHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            try:
+                req = self._read_json()
+                if not self.path.endswith(route):
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+                    return
+                with lock:
+                    body = answer(req)
+            except (ValueError, KeyError, TypeError) as exc:
+                self._send(400, {"error": {"message": str(exc)}})
+                return
+            self._send(200, body)
+
+    with _serve(Handler, port) as url:
+        yield url
+
+
 @contextmanager
 def serve_text_model(
     model: TextModel, *, port: int = 0, mode: Literal["exact", "vllm"] = "exact", tokenize: bool = True
@@ -296,13 +357,10 @@ def serve_text_model(
     engine = _Engine(model, mode, tokenize)
     lock = threading.Lock()
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
-            return
-
+    class Handler(_JSONHandler):
         def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
             try:
-                req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                req = self._read_json()
                 if not isinstance(req, dict):
                     raise _BadRequest("the request body must be a JSON object")
                 path = self.path.rstrip("/")
@@ -331,21 +389,5 @@ def serve_text_model(
                 return
             self._send(200, body)
 
-        def _send(self, status: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with _serve(Handler, port) as url:
+        yield url

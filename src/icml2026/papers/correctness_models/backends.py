@@ -14,17 +14,15 @@ renormalises over {yes, no}.
 
 from __future__ import annotations
 
-import json
 import math
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
 
 from icml2026.core.textgen import BackendResponseError, HFLocalBackend, OpenAICompatBackend
+from icml2026.core.textgen.stub import serve_json
 from icml2026.core.validate import positive_int
 
 from .cms import yes_no_token_ids
@@ -141,8 +139,6 @@ def serve_yes_no_model(backend: HFLocalBackend, *, port: int = 0) -> Iterator[st
     The reply has vLLM's shape: ``choices[i].text`` (the greedy token) and ``choices[i].logprobs`` with
     ``tokens``, ``token_logprobs`` and ``top_logprobs`` (a list with one dict of the k best tokens).
     """
-    lock = threading.Lock()
-
     def answer(req: dict[str, Any]) -> dict[str, Any]:
         prompts = req["prompt"] if isinstance(req["prompt"], list) else [req["prompt"]]
         k = int(req.get("logprobs") or 1)
@@ -162,38 +158,5 @@ def serve_yes_no_model(backend: HFLocalBackend, *, port: int = 0) -> Iterator[st
             })
         return {"object": "text_completion", "model": req.get("model"), "choices": choices}
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-        def do_POST(self) -> None:  # noqa: N802
-            try:
-                req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                if not self.path.endswith("/completions"):
-                    self._send(404, {"error": {"message": f"no route {self.path}"}})
-                    return
-                with lock:
-                    body = answer(req)
-            except (ValueError, KeyError, TypeError) as exc:
-                self._send(400, {"error": {"message": str(exc)}})
-                return
-            self._send(200, body)
-
-        def _send(self, status: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serve_json(answer, port=port) as url:
+        yield url
