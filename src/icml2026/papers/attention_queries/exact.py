@@ -13,9 +13,10 @@ import numpy as np
 
 from .model import HeadEstimate, check_dim
 from .oracle import CountingOracle, as_counting
-from .queries import choose_directions, learn_value, measure_bilinear
+from .precision import FLOAT64_EPS, NoiseModel, estimate_precision, resolve_precision, saturation_for_precision
+from .queries import choose_directions, learn_value, margin_directions, measure_bilinear
 
-__all__ = ["recover_exact", "check_identifiable", "NotIdentifiableError"]
+__all__ = ["recover_exact", "check_identifiable", "NotIdentifiableError", "pair_scale", "PILOT_LOGIT_FRACTION"]
 
 
 class NotIdentifiableError(ValueError):
@@ -31,12 +32,40 @@ def check_identifiable(v: np.ndarray, tol: float = 0.0) -> None:
         )
 
 
+def _resolve(
+    counter: CountingOracle, d: int, v_answers: np.ndarray, precision: float | str | None
+) -> tuple[float, str, int]:
+    """(eps, source, probe queries) for a recovery's ``precision`` argument (see precision.py)."""
+    if isinstance(precision, str) and precision == "estimate":
+        before = counter.n_queries
+        eps = estimate_precision(counter, d)
+        return eps, "estimated", counter.n_queries - before
+    eps, source = resolve_precision(precision, v_answers)
+    return eps, source, 0
+
+
+def pair_scale(y_seen: np.ndarray, saturation: float, s_now: float = 1.0) -> float:
+    """Query scale for the remaining pairs after a pilot: the largest s <= 1 at which the largest |b^T A c|
+    seen so far would give a logit of PILOT_LOGIT_FRACTION log((1 - w) / w) (saves rescale retries)."""
+    y_max = float(np.max(np.abs(y_seen))) if y_seen.size else 0.0
+    limit = PILOT_LOGIT_FRACTION * float(np.log((1 - saturation) / saturation))
+    if y_max == 0.0:
+        return s_now
+    return float(min(1.0, np.sqrt(limit / y_max)))
+
+
+# The pilot row's largest logit is put at this fraction of the acceptance limit: the largest |b^T A c| of
+# the whole matrix may then be up to 1/fraction times the pilot row's without a retry (our choice).
+PILOT_LOGIT_FRACTION = 0.15
+
+
 def recover_exact(
     oracle: Callable[[np.ndarray], float],
     d: int,
     *,
     batch: bool = True,
-    saturation: float = 1e-9,
+    saturation: float | None = None,
+    precision: float | str | None = "auto",
 ) -> HeadEstimate:
     """Method 1 (exact O(d^2) algorithm): recover (A, v) with d^2 + d queries plus counted rescales.
 
@@ -44,32 +73,60 @@ def recover_exact(
     ----------
     oracle : callable f(X) -> float on (n, d) arrays; wrapped in a CountingOracle if it is not one.
     d : token dimension.
-    batch : send the d value queries and the d^2 pair queries (non-adaptive given v) as batches.
-    saturation : softmax-saturation threshold of step 4 (brief: 1e-9).
+    batch : send the d value queries and the pair queries (non-adaptive given v) as batches.
+    saturation : softmax-saturation threshold of step 4; None: from the precision (brief: 1e-9 in float64).
+    precision : the oracle's relative precision: ``"auto"`` (default: inferred for free from the answers'
+        float type), ``"estimate"`` (12 counted linearity probes), None / "float64", or a number.
+        Below float64 precision the saturation threshold is raised (``saturation_for_precision``) and every
+        pair is re-asked once at its SNR-optimal scale when that at least halves its error bar.
 
     Returns
     -------
-    HeadEstimate with A (d, d), v (d,), n_queries = d^2 + d + n_rescale_queries.
+    HeadEstimate with A (d, d), v (d,), n_queries = d^2 + d + n_rescale_queries (+ probes), error_bound_A.
+
+    Notes
+    -----
+    The first row of pairs (b = e_1) is a pilot: the remaining d^2 - d pairs are asked at the scale that puts
+    its largest logit at 15% of the acceptance limit, so large entries of A cost O(d log) retries, not O(d^2).
     """
     d = check_dim(d)
-    if not 0.0 < saturation < 0.5:
-        raise ValueError(f"saturation must be in (0, 0.5), got {saturation}")
     counter: CountingOracle = as_counting(oracle)
     start = counter.n_queries
     v = learn_value(counter, d, batch=batch)  # step 1: d queries
-    check_identifiable(v)
-    C = choose_directions(v)  # step 3: columns c_j
+    eps, source, n_probe = _resolve(counter, d, v, precision)
+    if saturation is None:
+        saturation = saturation_for_precision(eps)
+    if isinstance(saturation, bool) or not 0.0 < saturation < 0.5:
+        raise ValueError(f"saturation must be in (0, 0.5), got {saturation}")
+    low_precision = eps > 4 * FLOAT64_EPS
+    noise = NoiseModel(tau=0.0, eps=eps, source=source)
+    v_err = float(np.max(noise.bound(np.abs(v))))
+    check_identifiable(v, tol=2.0 * v_err if low_precision else 0.0)
+    # step 3: columns c_j. Below float64 precision the margin |v^T c_j| matters (errors ~ 1/margin):
+    # Deviation: c_j = e_j + sign(v_j) v/||v|| (margin >= ||v||) instead of the brief's e_j (margin |v_j|).
+    C = margin_directions(v) if low_precision else choose_directions(v)
     rows = np.repeat(np.eye(d), d, axis=0)  # pair (i, j) -> b = e_i
     cols = np.tile(C.T, (d, 1))  # pair (i, j) -> c = c_j
-    meas = measure_bilinear(counter, v, rows, cols, saturation=saturation, batch=batch)  # step 2
-    M = meas.y.reshape(d, d)  # M_ij = e_i^T A c_j, i.e. M = A C
+    kw = dict(saturation=saturation, batch=batch, noise=noise, v_err=v_err, adapt=low_precision)
+    pilot = measure_bilinear(counter, v, rows[:d], cols[:d], **kw)  # type: ignore[arg-type]
+    s_rest = pair_scale(pilot.y, saturation)
+    rest = measure_bilinear(counter, v, rows[d:], cols[d:], scale=s_rest, **kw)  # type: ignore[arg-type]
+    y = np.concatenate([pilot.y, rest.y])
+    dy = np.concatenate([pilot.dy, rest.dy])  # type: ignore[list-item]
+    M = y.reshape(d, d)  # M_ij = e_i^T A c_j, i.e. M = A C
     A = np.linalg.solve(C.T, M.T).T  # A = M C^{-1}
+    bound = float(np.linalg.norm(dy)) * float(np.linalg.norm(np.linalg.inv(C), 2))
     return HeadEstimate(
         A=A,
         v=v,
         n_queries=counter.n_queries - start,
-        n_rescale_queries=meas.n_rescale,
+        n_rescale_queries=pilot.n_rescale + rest.n_rescale,
         rank=None,
         method="exact",
         n_measurements=d * d,
+        error_bound_A=bound,
+        error_bound_v=v_err,
+        precision=eps,
+        precision_source=source,
+        n_probe_queries=n_probe,
     )

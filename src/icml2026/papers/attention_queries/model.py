@@ -139,6 +139,11 @@ class HeadEstimate:
     rank : the rank used or estimated (None for the full-rank exact method).
     method : which algorithm produced the estimate.
     n_measurements : bilinear measurements b^T A c taken (not counting retries).
+    error_bound_A : bound on ||A_hat - A||_F from the answers' error model (None when not computed).
+    error_bound_v : bound on max_i |v_hat_i - v_i| (None when not computed).
+    precision : the oracle's relative precision used (eps), and ``precision_source`` how it was obtained.
+    n_probe_queries : queries spent on estimating the precision or verifying a given rank (in n_queries).
+    fallback : non-empty when the method switched to another (e.g. adaptive -> exact at r >= d/2).
     """
 
     A: np.ndarray
@@ -148,3 +153,9 @@ class HeadEstimate:
     rank: int | None = None
     method: str = ""
     n_measurements: int = 0
+    error_bound_A: float | None = None
+    error_bound_v: float | None = None
+    precision: float | None = None
+    precision_source: str = ""
+    n_probe_queries: int = 0
+    fallback: str = ""

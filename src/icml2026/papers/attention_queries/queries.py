@@ -17,14 +17,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from .oracle import CountingOracle
+from .precision import NoiseModel
 
 __all__ = [
     "learn_value",
     "choose_directions",
+    "margin_directions",
     "measure_bilinear",
     "Measurements",
     "MAX_RESCALE_ROUNDS",
     "SaturationError",
+    "NoisyConditionError",
+    "L_STAR",
 ]
 
 MAX_RESCALE_ROUNDS = 60  # 4^-60 ~ 1e-36: far beyond any finite logit; reaching it means a broken oracle
@@ -32,7 +36,17 @@ MAX_RESCALE_ROUNDS = 60  # 4^-60 ~ 1e-36: far beyond any finite logit; reaching 
 
 class SaturationError(RuntimeError):
     """Queries stayed saturated after every rescaling: the answers do not behave like one attention head
-    (a broken oracle, or noise so large that no query scale gives a usable softmax weight)."""
+    (a broken oracle, or an oracle far less precise than the precision it was declared with)."""
+
+
+class NoisyConditionError(ValueError):
+    """The norm or margin condition of Method 3 fails: at every admissible query scale the oracle's error
+    bound hides the softmax weight (the message names the violated condition and the numbers)."""
+
+
+# SNR-optimal logit: the error of b^T A c from one answer is ~ delta_alpha / (s^2 alpha (1 - alpha)) with
+# delta_alpha ~ 1 / s; with L = s^2 y that is ~ L^{-3/2} / sigma'(L), smallest where tanh(L/2) = 3/(2L).
+L_STAR = 1.9925
 
 
 def _ask(oracle: CountingOracle, X: np.ndarray, batch: bool) -> np.ndarray:
@@ -80,13 +94,65 @@ def choose_directions(v: np.ndarray, threshold: float = 1e-3) -> np.ndarray:
     return C
 
 
+def margin_directions(v: np.ndarray) -> np.ndarray:
+    """Columns c_j = e_j + sign(v_j) v / ||v||: |v^T c_j| = |v_j| + ||v|| >= ||v||, ||c_j|| <= 2.
+
+    The largest margin a basis of bounded directions can have (Method 1's e_j has margin |v_j|, which is
+    ~1/d for the smallest coordinate). C = I + v_hat sigma^T is invertible (1 + sigma^T v_hat =
+    1 + ||v||_1 / ||v||_2 > 0), with C^{-1} = I - v_hat sigma^T / (1 + ||v||_1 / ||v||_2).
+    """
+    norm = float(np.linalg.norm(v))
+    if norm == 0.0:
+        raise ValueError("margin_directions needs v != 0")
+    sigma = np.where(v >= 0, 1.0, -1.0)
+    return np.eye(v.shape[0]) + np.outer(v / norm, sigma)
+
+
 @dataclass
 class Measurements:
-    """Bilinear measurements y_t = b_t^T A c_t, with the scales finally used and the retries made."""
+    """Bilinear measurements y_t = b_t^T A c_t, their error bars, the scales used and the retries made."""
 
     y: np.ndarray  # (k,)
     scales: np.ndarray  # (k,) the s of the accepted query
     n_rescale: int  # oracle calls spent on retries (times n_repeats)
+    dy: np.ndarray | None = None  # (k,) bound on |y_hat - y| under the noise model (None: not computed)
+
+
+def _sigmoid_prime(L: np.ndarray) -> np.ndarray:
+    a = 0.5 * (1.0 + np.tanh(0.5 * L))
+    return a * (1.0 - a)
+
+
+@dataclass
+class _Geometry:
+    """Per-query quantities that do not depend on the answer."""
+
+    vb: np.ndarray  # v_hat^T b
+    vc: np.ndarray  # v_hat^T c
+    b_l1: np.ndarray  # ||b||_1
+    c_l1: np.ndarray  # ||c||_1
+    s_max: np.ndarray  # largest admissible scale (norm budget), inf when unbounded
+
+
+def _answer_error(
+    geo: _Geometry, idx: np.ndarray, s: np.ndarray, L: np.ndarray, noise: NoiseModel, v_err: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(delta_N, delta_D): bounds on the errors of the numerator f - s v^T b and denominator s v^T c."""
+    vb, vc = geo.vb[idx], geo.vc[idx]
+    scale_f = s * (np.abs(vb) + np.abs(vb + vc) + np.abs(vc) * (1.0 + np.abs(L)) / 4.0)
+    dN = noise.bound(scale_f) + s * v_err * geo.b_l1[idx]
+    dD = s * v_err * geo.c_l1[idx]
+    return dN, dD
+
+
+def _predicted_dy(
+    geo: _Geometry, idx: np.ndarray, s: np.ndarray, y: np.ndarray, noise: NoiseModel, v_err: float
+) -> np.ndarray:
+    """First-order error of y at scale s (rows of s broadcast against idx) if b^T A c = y."""
+    L = s**2 * y
+    dN, dD = _answer_error(geo, idx, s, L, noise, v_err)
+    d_alpha = (dN + dD) / np.maximum(s * np.abs(geo.vc[idx]), 1e-300)
+    return d_alpha / np.maximum(s**2 * _sigmoid_prime(L), 1e-300)
 
 
 def measure_bilinear(
@@ -100,6 +166,10 @@ def measure_bilinear(
     shrink: float = 4.0,
     batch: bool = True,
     n_repeats: int = 1,
+    noise: NoiseModel | None = None,
+    v_err: float = 0.0,
+    s_max: float | np.ndarray | None = None,
+    adapt: bool = False,
 ) -> Measurements:
     """Method 1, steps 2 and 4: y_t = b_t^T A c_t from the two-token queries (s (b_t + c_t), s b_t).
 
@@ -113,43 +183,139 @@ def measure_bilinear(
     shrink : divide s by this after a saturated answer (brief: 4).
     batch : send each round of queries as one batch (all first-round queries are non-adaptive).
     n_repeats : ask each query this many times and use the median answer (Method 3).
+    noise : error model of one answer (tolerance tau, relative precision eps); default: float64 rounding.
+    v_err : bound on each coordinate's error in ``v`` (from the single-token answers).
+    s_max : largest admissible scale per query (the norm budget B_x / max token norm); None: unbounded.
+    adapt : after every query is accepted, re-ask (once, counted as a rescale) those whose error bar is
+        more than twice the smallest one reachable at another admissible scale (SNR-optimal |logit| ~ 2).
 
     Returns
     -------
-    Measurements with y of shape (k,).
+    Measurements with y and dy of shape (k,). An answer is accepted only when the error bound maps alpha
+    into an interval inside (0, 1), so that dy is finite; dy bounds |y_hat - y| whenever every answer
+    obeys the noise model (first order in nothing: the interval is propagated exactly through the logit).
+
+    Raises
+    ------
+    NoisyConditionError when the error bound hides the softmax weight at every admissible scale (the norm
+    or margin condition fails); SaturationError when noise-free answers stay saturated after every
+    rescaling (not single-head attention, or less precise than declared).
     """
     B = np.asarray(B, dtype=np.float64)
     C = np.asarray(C, dtype=np.float64)
     k = B.shape[0]
+    model = noise if noise is not None else NoiseModel()
     vb, vc = B @ v, C @ v
     if np.any(vc == 0.0):
         raise ValueError("every direction c_t needs v^T c_t != 0 (the two-token identity divides by it)")
-    s = np.broadcast_to(np.asarray(scale, dtype=np.float64), (k,)).copy()
+    smax = np.full(k, np.inf) if s_max is None else np.broadcast_to(np.asarray(s_max, float), (k,)).copy()
+    geo = _Geometry(vb, vc, np.abs(B).sum(axis=1), np.abs(C).sum(axis=1), smax)
+    # Margin condition: the denominator s v^T c must be resolved despite the error of v.
+    weak = np.abs(vc) <= 2.0 * v_err * geo.c_l1
+    if np.any(weak):
+        t = int(np.argmax(weak))
+        raise NoisyConditionError(
+            f"margin condition violated: |v^T c| = {abs(vc[t]):.3g} is within the value vector's error "
+            f"({v_err:.3g} per coordinate, ||c||_1 = {geo.c_l1[t]:.3g}); the oracle's noise hides v. "
+            "Raise norm_bound (B_x) or lower tau"
+        )
+    s = np.minimum(np.broadcast_to(np.asarray(scale, dtype=np.float64), (k,)), smax).copy()
     y = np.full(k, np.nan)
+    dy = np.full(k, np.nan)
+    shrunk = np.zeros(k, dtype=bool)
+    n_noisy = np.zeros(k, dtype=int)
     pending = np.arange(k)
     n_rescale = 0
+
+    def ask(idx: np.ndarray, sp: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(alpha, 1 - alpha, logit, dy, resolved) for queries idx at scales sp."""
+        X = np.empty((idx.size, 2, B.shape[1]))
+        X[:, 0, :] = sp[:, None] * (B[idx] + C[idx])  # token a = b + c
+        X[:, 1, :] = sp[:, None] * B[idx]  # last token b acts as the attention query
+        f = _ask_repeated(oracle, X, batch, n_repeats)
+        denom = sp * vc[idx]
+        alpha = (f - sp * vb[idx]) / denom  # weight on the first token
+        one_minus = (sp * (vb[idx] + vc[idx]) - f) / denom  # weight on the last token
+        with np.errstate(divide="ignore", invalid="ignore"):
+            L = np.log(alpha) - np.log(one_minus)
+            dN, dD = _answer_error(geo, idx, sp, np.nan_to_num(L, nan=0.0, posinf=50.0, neginf=-50.0), model, v_err)
+            da = (dN + dD) / np.abs(denom)
+            resolved = (alpha - da > 0) & (one_minus - da > 0)
+            hi = np.log(alpha + da) - np.log(one_minus - da)
+            lo = np.log(alpha - da) - np.log(one_minus + da)
+            err = np.maximum(hi - L, L - lo) / sp**2
+        return alpha, one_minus, L, np.where(resolved, err, np.inf), resolved
+
     for round_ in range(MAX_RESCALE_ROUNDS):
         if pending.size == 0:
             break
         sp = s[pending]
-        X = np.empty((pending.size, 2, B.shape[1]))
-        X[:, 0, :] = sp[:, None] * (B[pending] + C[pending])  # token a = b + c
-        X[:, 1, :] = sp[:, None] * B[pending]  # last token b acts as the attention query
-        f = _ask_repeated(oracle, X, batch, n_repeats)
+        alpha, one_minus, L, err, resolved = ask(pending, sp)
         if round_ > 0:
             n_rescale += pending.size * n_repeats
-        denom = sp * vc[pending]
-        alpha = (f - sp * vb[pending]) / denom  # weight on the first token
-        one_minus = (sp * (vb[pending] + vc[pending]) - f) / denom  # weight on the last token
-        ok = (alpha >= saturation) & (alpha <= 1 - saturation)
-        ok &= (one_minus >= saturation) & (one_minus <= 1 - saturation)
+        in_window = (alpha >= saturation) & (alpha <= 1 - saturation)
+        in_window &= (one_minus >= saturation) & (one_minus <= 1 - saturation)
+        ok = in_window & resolved
         done = pending[ok]
-        y[done] = (np.log(alpha[ok]) - np.log(one_minus[ok])) / sp[ok] ** 2  # logit / s^2 = b^T A c
-        s[pending[~ok]] /= shrink
+        y[done] = L[ok] / sp[ok] ** 2  # logit / s^2 = b^T A c
+        dy[done] = err[ok]
+        # In the window but not resolved: the noise, not the softmax, is the problem. A smaller s only
+        # makes the signal smaller; a larger one is allowed only up to the norm budget.
+        noisy = in_window & ~resolved
+        if np.any(noisy):
+            idx = pending[noisy]
+            n_noisy[idx] += 1
+            # stuck: at the norm budget already, or a smaller step back up was tried after a shrink
+            stuck = (s[idx] >= smax[idx] * (1 - 1e-12)) | (n_noisy[idx] > 2) | (shrunk[idx] & (n_noisy[idx] > 1))
+            if np.any(stuck):
+                t_loc = int(np.argmax(stuck))
+                t = int(idx[t_loc])
+                a_t = float(alpha[noisy][t_loc])
+                da_t = min(a_t, 1 - a_t)
+                what = (
+                    f"the tolerance tau = {model.tau:.3g}"
+                    if model.tau > 0
+                    else f"the oracle's rounding (precision {model.eps:.3g}, {model.source})"
+                )
+                raise NoisyConditionError(
+                    f"norm/margin condition violated: at query scale s = {s[t]:.3g} (largest admissible "
+                    f"{smax[t]:.3g}) the error bar of the softmax weight alpha = {a_t:.3g} exceeds its "
+                    f"distance {da_t:.3g} to 0 or 1: {what}, plus the value vector's error {v_err:.3g} per "
+                    f"coordinate, is not small against the signal s |v^T c| = {s[t] * abs(vc[t]):.3g} "
+                    f"(margin |v^T c| = {abs(vc[t]):.3g}); no admissible scale resolves the attention "
+                    "weight. Raise norm_bound (B_x), lower tau, use a more precise oracle, or a head with a "
+                    "larger margin"
+                )
+            step = np.where(shrunk[idx], np.sqrt(shrink), shrink)  # after a shrink, go back half-way
+            s[idx] = np.minimum(smax[idx], s[idx] * step)
+        sat = ~in_window
+        s[pending[sat]] /= shrink
+        shrunk[pending[sat]] = True
         pending = pending[~ok]
     if pending.size:
         raise SaturationError(
-            f"{pending.size} queries stayed saturated after {MAX_RESCALE_ROUNDS} rescaling rounds; "
-            "the oracle does not behave like single-head attention"
+            f"{pending.size} queries stayed saturated (softmax weight outside [{saturation:.2g}, "
+            f"{1 - saturation:.6g}]) after {MAX_RESCALE_ROUNDS} rescaling rounds, down to scale "
+            f"{float(np.min(s[pending])):.3g}: the answers do not behave like single-head attention, or the "
+            "oracle is less precise than declared (pass precision=...)"
         )
-    return Measurements(y=y, scales=s, n_rescale=n_rescale)
+    if adapt:
+        # SNR step: predicted error at a grid of admissible scales; re-ask where it halves (or better).
+        grid_top = np.where(np.isfinite(smax), smax, np.maximum(s, 1.0))
+        factors = 2.0 ** (-np.arange(0, 121) / 4.0)
+        S = grid_top[None, :] * factors[:, None]  # (grid, k)
+        idx_all = np.arange(k)
+        pred = _predicted_dy(geo, np.broadcast_to(idx_all, S.shape), S, np.broadcast_to(y, S.shape), model, v_err)
+        best = np.argmin(pred, axis=0)
+        s_opt = S[best, idx_all]
+        now = _predicted_dy(geo, idx_all, s, y, model, v_err)
+        redo = np.flatnonzero(now > 2.0 * pred[best, idx_all])
+        if redo.size:
+            alpha, one_minus, L, err, resolved = ask(redo, s_opt[redo])
+            n_rescale += redo.size * n_repeats
+            ok = (alpha >= saturation) & (one_minus >= saturation) & resolved & (err < dy[redo])
+            take = redo[ok]
+            y[take] = L[ok] / s_opt[take] ** 2
+            dy[take] = err[ok]
+            s[take] = s_opt[take]
+    return Measurements(y=y, scales=s, n_rescale=n_rescale, dy=dy)
