@@ -50,8 +50,10 @@ def test_relative_error_of_a_failed_estimate_is_not_finite() -> None:
 
 CONFIGS = [
     (ExactConfig, ("d_min", "d_max", "scale")),
-    (LowRankConfig, ("d_min", "d_max", "r_max", "cs_d", "cs_rank", "cs_n_seeds", "cs_kappa_min",
-                     "cs_kappa_max", "cs_kappa_step")),
+    (
+        LowRankConfig,
+        ("d_min", "d_max", "r_max", "cs_d", "cs_rank", "cs_n_seeds", "cs_kappa_min", "cs_kappa_max", "cs_kappa_step"),
+    ),
     (NoiseConfig, ("d", "log10_tau_min", "log10_tau_max", "n_tau", "norm_bound", "n_repeats")),
     (MultiHeadConfig, ("d", "n_heads", "n_sequences", "max_len")),
     (OneLayerConfig, ("d", "n_models")),

@@ -35,9 +35,10 @@ def test_acceptance_2_adaptive_d64_r2():
     assert oracle.n_queries == est.n_queries <= 384
     assert est.rank == 2
     assert relative_error(est.A, head.A) < 1e-9
-    # With the rank given the (r + 1)-th row that proves dependence is not needed: (2r + 1) d.
+    # With the rank given the (r + 1)-th row that proves dependence is not needed: (2r + 1) d, plus the
+    # 4 counted check queries that verify the given rank (issue 28: a too-small rank must not pass silently).
     known = recover_low_rank(CountingOracle(head), 64, rank=2, rng=np.random.default_rng(1))
-    assert known.n_queries == 5 * 64
+    assert known.n_queries == 5 * 64 + known.n_probe_queries and known.n_probe_queries == 4
     assert relative_error(known.A, head.A) < 1e-9
 
 
@@ -107,9 +108,7 @@ def test_acceptance_3_fails_below_degrees_of_freedom():
     m = r * (2 * d - r) - 4
     for seed in range(3):
         head = random_single_head(d, r, np.random.default_rng(200 + seed))
-        est = recover_low_rank(
-            head, d, r, "compressed_sensing", np.random.default_rng(seed), n_measurements=m
-        )
+        est = recover_low_rank(head, d, r, "compressed_sensing", np.random.default_rng(seed), n_measurements=m)
         assert relative_error(est.A, head.A) > 1e-3
 
 
@@ -119,9 +118,7 @@ def test_naive_least_squares_fails_below_d2_and_recovers_at_d2():
     d, r = 16, 1
     head = random_single_head(d, r, np.random.default_rng(7))
     few = least_squares_recovery(head, d, 6 * r * d, np.random.default_rng(8))
-    cs = recover_low_rank(
-        head, d, r, "compressed_sensing", np.random.default_rng(8), n_measurements=6 * r * d
-    )
+    cs = recover_low_rank(head, d, r, "compressed_sensing", np.random.default_rng(8), n_measurements=6 * r * d)
     full = least_squares_recovery(head, d, d * d, np.random.default_rng(9))
     assert relative_error(few.A, head.A) > 0.1
     assert relative_error(cs.A, head.A) < 1e-8
@@ -132,15 +129,9 @@ def test_naive_least_squares_fails_below_d2_and_recovers_at_d2():
 def test_compressed_sensing_rank_estimation_and_determinism():
     d, r = 16, 2
     head = random_single_head(d, r, np.random.default_rng(10))
-    a = recover_low_rank(
-        head, d, None, "compressed_sensing", np.random.default_rng(11), n_measurements=6 * r * d
-    )
-    b = recover_low_rank(
-        head, d, None, "compressed_sensing", np.random.default_rng(11), n_measurements=6 * r * d
-    )
-    c = recover_low_rank(
-        head, d, None, "compressed_sensing", np.random.default_rng(12), n_measurements=6 * r * d
-    )
+    a = recover_low_rank(head, d, None, "compressed_sensing", np.random.default_rng(11), n_measurements=6 * r * d)
+    b = recover_low_rank(head, d, None, "compressed_sensing", np.random.default_rng(11), n_measurements=6 * r * d)
+    c = recover_low_rank(head, d, None, "compressed_sensing", np.random.default_rng(12), n_measurements=6 * r * d)
     assert a.rank == 2 and relative_error(a.A, head.A) < 1e-8
     np.testing.assert_array_equal(a.A, b.A)  # same seed: identical
     assert not np.array_equal(a.A, c.A)  # new seed: other measurements, other rounding

@@ -25,9 +25,7 @@ def check_rank(rank: object, d: int) -> int:
     return int(rank)
 
 
-def random_single_head(
-    d: int, rank: int, rng: np.random.Generator, scale: float = 1.0
-) -> SingleHeadAttention:
+def random_single_head(d: int, rank: int, rng: np.random.Generator, scale: float = 1.0) -> SingleHeadAttention:
     """A planted head (brief, "CPU-scale reproduction plan").
 
     W_Q, W_K (d, r) have i.i.d. N(0, 1/d) entries and are then both multiplied by sqrt(scale * d), so

@@ -220,18 +220,14 @@ def _low_rank_recovery(cfg: LowRankConfig, rng: np.random.Generator) -> Outcome:
     for head, s in zip(heads, spawn(seeds[-1], len(heads)), strict=True):
         s_cs, s_ls = spawn(s, 2)
         cs_err6.append(
-            relative_error(
-                recover_low_rank(head, d, r, "compressed_sensing", s_cs, n_measurements=m6).A, head.A
-            )
+            relative_error(recover_low_rank(head, d, r, "compressed_sensing", s_cs, n_measurements=m6).A, head.A)
         )
         ls_err6.append(relative_error(least_squares_recovery(head, d, m6, s_ls).A, head.A))
     frac6 = float(np.mean(np.array(cs_err6) < _CS_TOL))
     # Below the degrees of freedom r (2d - r) no method can recover: the fit must fail.
     m_below = r * (2 * d - r) - 1
     err_below = relative_error(
-        recover_low_rank(
-            heads[0], d, r, "compressed_sensing", spawn(seeds[-1], 1)[0], n_measurements=m_below
-        ).A,
+        recover_low_rank(heads[0], d, r, "compressed_sensing", spawn(seeds[-1], 1)[0], n_measurements=m_below).A,
         heads[0].A,
     )
     t_cs = time.perf_counter() - t0
@@ -248,9 +244,7 @@ def _low_rank_recovery(cfg: LowRankConfig, rng: np.random.Generator) -> Outcome:
         pts = [row for row in rows if row["r"] == rr]
         if pts:
             line = ax.plot([p["d"] for p in pts], [p["queries"] for p in pts], "o", label=f"adaptive r={rr}")
-            ax.plot(
-                [p["d"] for p in pts], [p["theory_2r_plus_2_d"] for p in pts], "--", color=line[0].get_color()
-            )
+            ax.plot([p["d"] for p in pts], [p["theory_2r_plus_2_d"] for p in pts], "--", color=line[0].get_color())
     if math.isfinite(kappa_min):  # no point when no kappa on the grid recovered every seed
         ax.plot([d], [d + math.ceil(kappa_min * r * d)], "s", label=f"CS r={r}, smallest kappa")
     ax.legend(fontsize=7)
@@ -302,9 +296,7 @@ class NoiseConfig:
 
     def __post_init__(self) -> None:
         if self.log10_tau_min >= self.log10_tau_max:
-            raise ValueError(
-                f"log10_tau_min = {self.log10_tau_min}: must be < log10_tau_max ({self.log10_tau_max})"
-            )
+            raise ValueError(f"log10_tau_min = {self.log10_tau_min}: must be < log10_tau_max ({self.log10_tau_max})")
 
 
 @experiment(
@@ -331,16 +323,21 @@ def noise_tolerance(cfg: NoiseConfig, rng: np.random.Generator) -> Outcome:
         for tau, trng in zip(taus, spawn(krng, len(taus)), strict=True):
             oracle = CountingOracle(NoisyOracle(head, float(tau), trng, kind))
             try:
-                est = recover_noisy(
-                    oracle, cfg.d, float(tau), norm_bound=cfg.norm_bound, n_repeats=cfg.n_repeats
-                )
+                est = recover_noisy(oracle, cfg.d, float(tau), norm_bound=cfg.norm_bound, n_repeats=cfg.n_repeats)
             except (SaturationError, NotIdentifiableError):
                 # Noise this large (relative to norm_bound) defeats the method: a measured failure, counted
                 # and shown in the table, never dropped. The slope of this kind is then undefined (NaN).
                 n_failed += 1
                 errs.append(math.nan)
-                rows.append({"kind": kind, "tau": float(tau), "rel_err_A": math.nan, "queries": oracle.n_queries,
-                             "rel_err_v": math.nan})
+                rows.append(
+                    {
+                        "kind": kind,
+                        "tau": float(tau),
+                        "rel_err_A": math.nan,
+                        "queries": oracle.n_queries,
+                        "rel_err_v": math.nan,
+                    }
+                )
                 continue
             err = relative_error(est.A, head.A)
             errs.append(err)

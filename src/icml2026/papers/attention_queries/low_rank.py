@@ -24,10 +24,11 @@ import numpy as np
 from icml2026.core.validate import as_array, finite_number, positive_int, same_length
 
 from .data import check_rank, check_rng
-from .exact import check_identifiable
+from .exact import _resolve, check_identifiable, recover_exact
 from .model import HeadEstimate, check_dim
 from .oracle import CountingOracle, as_counting
-from .queries import choose_directions, learn_value, measure_bilinear
+from .precision import FLOAT64_EPS, NoiseModel, saturation_for_precision
+from .queries import NoisyConditionError, choose_directions, learn_value, margin_directions, measure_bilinear
 
 __all__ = [
     "recover_low_rank",
@@ -64,6 +65,7 @@ def recover_low_rank(
     n_measurements: int | None = None,
     solver: str = "als",
     batch: bool = True,
+    precision: float | str | None = "auto",
 ) -> HeadEstimate:
     """Method 2: recover a low-rank head (A, v) with O(r d) queries.
 
@@ -80,6 +82,14 @@ def recover_low_rank(
     n_measurements : compressed sensing m, overriding kappa.
     solver : compressed sensing solver, ``"als"`` or ``"nuclear_norm"`` (needs cvxpy).
     batch : send non-adaptive rounds of queries as one batch.
+    precision : the oracle's relative precision (adaptive method): ``"auto"`` (inferred for free from the
+        answers' float type), ``"estimate"`` (counted probes), None / "float64", or a number. It sets the
+        softmax-saturation threshold and the rank tolerance (the rows' error bound, by Weyl's inequality).
+
+    A given ``rank`` is respected (exactly r rows, never lowered) and verified with N_VERIFY = 4 counted
+    random check queries (a rank that is too small raises ValueError). When (2r + 2) d >= d^2 + d the
+    adaptive method falls back to the exact one (``.fallback`` says so); with the rank unknown, it measures
+    all d rows instead of step (ii) once that is cheaper, so it never exceeds d^2 + d (+ retries).
 
     Returns
     -------
@@ -92,9 +102,7 @@ def recover_low_rank(
         rank = check_rank(rank, d)
     if method == "compressed_sensing":
         if rng is None:
-            raise ValueError(
-                "method='compressed_sensing' draws random measurements: pass rng=np.random.Generator"
-            )
+            raise ValueError("method='compressed_sensing' draws random measurements: pass rng=np.random.Generator")
         check_rng(rng)
         if solver not in SOLVERS:
             raise ValueError(f"unknown solver {solver!r}; use one of {', '.join(SOLVERS)}")
@@ -104,34 +112,66 @@ def recover_low_rank(
             n_measurements = check_dim(n_measurements, "n_measurements")
         elif rank is None:
             raise ValueError(
-                "compressed_sensing with rank=None needs n_measurements "
-                "(m = kappa r d cannot be set without r)"
+                "compressed_sensing with rank=None needs n_measurements (m = kappa r d cannot be set without r)"
             )
         counter = as_counting(oracle)
         return _compressed_sensing(counter, d, rank, rng, kappa, n_measurements, solver, batch)
     if rng is not None:
         check_rng(rng)
     row_rng = rng if rng is not None else np.random.default_rng(_DEFAULT_ROW_SEED)
-    return _adaptive(as_counting(oracle), d, rank, row_rng, batch)
+    return _adaptive(as_counting(oracle), d, rank, row_rng, batch, precision)
 
 
 # ----------------------------------------------------------------------------------------- 2b adaptive
-def _adaptive(
-    counter: CountingOracle, d: int, rank: int | None, rng: np.random.Generator, batch: bool
+N_VERIFY = 4  # random check measurements when the rank is given (catches a rank that is too small)
+RANK_SAFETY = 10.0  # the dependence threshold is this many times the rows' error bound (Weyl)
+MAX_RANK_TOL = 0.05  # a dependence threshold above this fraction of sigma_1 cannot separate ranks: refuse
+
+
+def _exact_fallback(
+    counter: CountingOracle, d: int, rank: int, precision: float | str | None, batch: bool, why: str
 ) -> HeadEstimate:
+    est = recover_exact(counter, d, batch=batch, precision=precision)
+    est.method = "adaptive"
+    est.fallback = why
+    est.rank = rank  # the given rank is respected (reported as given; A is recovered without using it)
+    return est
+
+
+def _adaptive(
+    counter: CountingOracle,
+    d: int,
+    rank: int | None,
+    rng: np.random.Generator,
+    batch: bool,
+    precision: float | str | None = "auto",
+) -> HeadEstimate:
+    if rank is not None and (2 * rank + 2) * d >= d * d + d:
+        # Fallback: at r >= (d - 1) / 2 the adaptive budget (2r + 2) d is no smaller than the exact one.
+        return _exact_fallback(counter, d, rank, precision, batch, f"exact: (2r+2)d = {(2 * rank + 2) * d} >= d^2+d")
     start = counter.n_queries
     v = learn_value(counter, d, batch=batch)  # d queries
-    check_identifiable(v)
-    C = choose_directions(v)
+    eps, source, n_probe = _resolve(counter, d, v, precision)
+    low_precision = eps > 4 * FLOAT64_EPS
+    noise = NoiseModel(tau=0.0, eps=eps, source=source)
+    v_err = float(np.max(noise.bound(np.abs(v))))
+    check_identifiable(v, tol=2.0 * v_err if low_precision else 0.0)
+    saturation = max(ADAPTIVE_SATURATION, saturation_for_precision(eps))
+    # Deviation (as in recover_exact): below float64 precision, directions of margin >= ||v||.
+    C = margin_directions(v) if low_precision else choose_directions(v)
+    C_inv_norm = float(np.linalg.norm(np.linalg.inv(C), 2))
+    kw = dict(saturation=saturation, batch=batch, noise=noise, v_err=v_err, adapt=low_precision)
     n_rescale = 0
     n_meas = 0
     b_rows: list[np.ndarray] = []
     a_rows: list[np.ndarray] = []
+    row_err2 = 0.0  # sum of squared error bounds of the rows (Frobenius^2 of the perturbation)
     max_rows = d if rank is None else rank
     # (i) rows b^T A for random unit b: d queries each, as in Method 1 with b fixed.
     s_row = 1.0  # query scale of step (i); row 1 has nothing to go on
     y_max = 0.0  # largest |b^T A c| seen so far
     dependent_row: np.ndarray | None = None
+    complete_rows = False  # fallback: measure all d rows (d^2 + d in all, the exact method's budget)
     while len(a_rows) < max_rows:
         b = rng.standard_normal(d)
         b /= np.linalg.norm(b)
@@ -139,35 +179,52 @@ def _adaptive(
         # |logit| seen so far would be ~3 (precise, unsaturated). This costs no query; only the first
         # round of row 1 has nothing to go on and may need counted rescales.
         y_row = np.empty(d)
+        dy_row = np.empty(d)
         for part in (slice(0, min(d, _FIRST_ROUND)), slice(min(d, _FIRST_ROUND), d)):
             if part.start == part.stop:
                 continue
             k = part.stop - part.start
-            meas = measure_bilinear(
-                counter,
-                v,
-                np.tile(b, (k, 1)),
-                C.T[part],
-                scale=s_row,
-                saturation=ADAPTIVE_SATURATION,
-                batch=batch,
-            )
+            meas = measure_bilinear(counter, v, np.tile(b, (k, 1)), C.T[part], scale=s_row, **kw)  # type: ignore[arg-type]
             n_rescale += meas.n_rescale
             y_row[part] = meas.y
+            dy_row[part] = meas.dy  # type: ignore[index]
             y_max = max(y_max, float(np.max(np.abs(meas.y))))
             s_row = min(1.0, math.sqrt(3.0 / max(y_max, 1e-300)))
         n_meas += d
         row = np.linalg.solve(C.T, y_row)  # (b^T A) C = m^T  ->  A^T b = C^{-T} m
-        sv = np.linalg.svd(np.vstack([*a_rows, row]), compute_uv=False)
-        if a_rows and sv[-1] <= RANK_TOL * sv[0]:
-            dependent_row = row  # the new row is in the span of the previous ones: rank found
-            break
+        this_err2 = (C_inv_norm * float(np.linalg.norm(dy_row))) ** 2
+        if rank is None and not complete_rows and a_rows:
+            sv = np.linalg.svd(np.vstack([*a_rows, row]), compute_uv=False)
+            # Rank tolerance from the precision: a singular value below the rows' perturbation bound
+            # (Weyl: |sigma_k(R + E) - sigma_k(R)| <= ||E||_F) cannot be told from zero.
+            tol = max(RANK_TOL * sv[0], RANK_SAFETY * math.sqrt(row_err2 + this_err2))
+            if tol > MAX_RANK_TOL * sv[0]:
+                raise NoisyConditionError(
+                    f"precision condition violated: the rows' error bound ({tol / RANK_SAFETY:.3g}, oracle "
+                    f"precision {eps:.3g} [{source}]) is {tol / sv[0]:.2g} x the largest singular value: the "
+                    "rank cannot be estimated from these answers. Pass rank=..., or use recover_exact"
+                )
+            if sv[-1] <= tol:
+                k_ind = len(a_rows)
+                if k_ind * d <= (d - k_ind - 1) * d:
+                    dependent_row = row  # the new row is in the span of the previous ones: rank found
+                    break
+                # Step (ii) would cost k d more queries, completing the rows only (d - k - 1) d:
+                # fall back to the exact method's d rows (d^2 + d queries in all).
+                complete_rows = True
         b_rows.append(b)
         a_rows.append(row)
+        row_err2 += this_err2
     rows = np.vstack(a_rows)  # (k, d) = Bk A with Bk = rows b_k^T
     r = rows.shape[0]
-    if r == d:  # full rank: A = Bk^{-1} (Bk A)
+    fallback = ""
+    if complete_rows:
+        fallback = "exact: rank found at r >= (d - 1) / 2, all d rows measured"
+    if r == d:  # full rows: A = Bk^{-1} (Bk A)
         A = np.linalg.solve(np.vstack(b_rows), rows)
+        if complete_rows:  # report the rank the rows revealed (A itself needs no rank here)
+            sv_A = np.linalg.svd(rows, compute_uv=False)
+            r = int(np.sum(sv_A > max(RANK_TOL * sv_A[0], RANK_SAFETY * math.sqrt(row_err2))))
     else:
         # (ii) A R from e_i^T A c_j with c_j = (R T)_j (+ u), u orthogonal to the row space so A u = 0.
         # The row space is taken from the last r rows (with the dependent one when the rank was
@@ -186,14 +243,15 @@ def _adaptive(
             np.repeat(np.eye(d), r, axis=0),
             np.tile(Cr.T, (d, 1)),
             scale=s0,
-            saturation=ADAPTIVE_SATURATION,
-            batch=batch,
+            **kw,  # type: ignore[arg-type]
         )
         n_rescale += meas.n_rescale
         n_meas += d * r
         ART = meas.y.reshape(d, r)  # (A R T)_ij = e_i^T A c_j
         AR = np.linalg.solve(T.T, ART.T).T
         A = AR @ R.T
+    if rank is not None and r < d:
+        n_probe += _verify_rank(counter, v, A, rank, rng, eps, kw)
     return HeadEstimate(
         A=A,
         v=v,
@@ -202,7 +260,43 @@ def _adaptive(
         rank=r,
         method="adaptive",
         n_measurements=n_meas,
+        error_bound_v=v_err,
+        precision=eps,
+        precision_source=source,
+        n_probe_queries=n_probe,
+        fallback=fallback,
     )
+
+
+def _verify_rank(
+    counter: CountingOracle,
+    v: np.ndarray,
+    A: np.ndarray,
+    rank: int,
+    rng: np.random.Generator,
+    eps: float,
+    kw: dict[str, object],
+) -> int:
+    """N_VERIFY random measurements b^T A c against the estimate; a given rank that is too small leaves an
+    O(||A||) discrepancy. Returns the queries used; raises ValueError naming ``rank`` on a mismatch."""
+    d = v.shape[0]
+    before = counter.n_queries
+    Bv, Cv = _random_pairs(v, N_VERIFY, rng)
+    Bv /= np.linalg.norm(Bv, axis=1, keepdims=True)
+    Cv /= np.linalg.norm(Cv, axis=1, keepdims=True)
+    predicted = np.einsum("ti,ij,tj->t", Bv, A, Cv)
+    s0 = min(1.0, math.sqrt(2.0 / max(float(np.linalg.norm(A, 2)), 1e-300)))
+    meas = measure_bilinear(counter, v, Bv, Cv, scale=s0, **kw)  # type: ignore[arg-type]
+    assert meas.dy is not None
+    tol = meas.dy + 10.0 * (math.sqrt(eps) + RANK_TOL) * float(np.linalg.norm(A))
+    gap = np.abs(meas.y - predicted)
+    if np.any(gap > tol):
+        raise ValueError(
+            f"rank={rank} is too small for this head: {int(np.sum(gap > tol))} of {N_VERIFY} check queries "
+            f"disagree with the rank-{rank} estimate (largest gap {float(np.max(gap)):.3g} against a "
+            f"tolerance {float(np.max(tol)):.3g}); pass rank=None to estimate it, or a larger rank (d={d})"
+        )
+    return counter.n_queries - before
 
 
 def _row_space_directions(v: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -377,9 +471,7 @@ def _als_select_rank(Bm: np.ndarray, Cm: np.ndarray, y: np.ndarray, d: int) -> t
     )
 
 
-def nuclear_norm_recovery(
-    Bm: np.ndarray, Cm: np.ndarray, y: np.ndarray, *, solver: str = "CLARABEL"
-) -> np.ndarray:
+def nuclear_norm_recovery(Bm: np.ndarray, Cm: np.ndarray, y: np.ndarray, *, solver: str = "CLARABEL") -> np.ndarray:
     """Nuclear-norm minimisation: argmin ||X||_* subject to b_t^T X c_t = y_t for all t (cvxpy).
 
     Parameters
@@ -393,9 +485,7 @@ def nuclear_norm_recovery(
     try:
         import cvxpy as cp
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "solver='nuclear_norm' needs cvxpy: pip install 'icml2026[attention_queries]'"
-        ) from exc
+        raise ImportError("solver='nuclear_norm' needs cvxpy: pip install 'icml2026[attention_queries]'") from exc
     m, d = Bm.shape
     # vec_F(b c^T) = kron(c, b), matching cvxpy's column-major vec.
     Phi = (Cm[:, :, None] * Bm[:, None, :]).reshape(m, d * d)

@@ -90,9 +90,7 @@ class SingleHeadAttention:
         W_Q = np.asarray(W_Q, dtype=np.float64)
         W_K = np.asarray(W_K, dtype=np.float64)
         if W_Q.ndim != 2 or W_Q.shape != W_K.shape or W_Q.shape[1] < 1:
-            raise ValueError(
-                f"W_Q and W_K must both have shape (d, r) with r >= 1, got {W_Q.shape} and {W_K.shape}"
-            )
+            raise ValueError(f"W_Q and W_K must both have shape (d, r) with r >= 1, got {W_Q.shape} and {W_K.shape}")
         r = W_Q.shape[1]
         head = cls(W_Q @ W_K.T / np.sqrt(r), v)
         head.W_Q, head.W_K = W_Q, W_K

@@ -248,4 +248,3 @@ def search_adversary(
                 if err > best_err:
                     best, best_err = cand, err  # type: ignore[assignment]
     return AdversarySearch(best_err, ratio, *best, n_evaluations=n_eval, start_error=start)
-

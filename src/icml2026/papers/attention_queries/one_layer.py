@@ -24,10 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .data import check_rng, random_single_head
-from .exact import check_identifiable
+from .exact import NotIdentifiableError
 from .model import as_sequence, check_dim
 from .oracle import as_counting
-from .queries import MAX_RESCALE_ROUNDS, choose_directions
+from .precision import FLOAT64_EPS, PRECISION_SAFETY
+from .queries import MAX_RESCALE_ROUNDS, SaturationError, choose_directions
 
 __all__ = [
     "OneLayerTransformer",
@@ -152,16 +153,23 @@ class OneLayerEstimate:
     n_queries: int  # oracle calls of the attention step (d^2 + rescales)
     n_rescale_queries: int
     n_stub_check_queries: int  # the stub's consistency checks; the FFN learner's own cost is assumed
+    error_bound_A: float | None = None  # ||A_hat - A||_F bound from float64 rounding of the answers
 
 
 def recover_one_layer(
-    oracle: Callable[[np.ndarray], float], d: int, ffn_learner: FFNLearnerStub
+    oracle: Callable[[np.ndarray], float],
+    d: int,
+    ffn_learner: FFNLearnerStub,
+    *,
+    max_relative_error: float = 1e-3,
 ) -> OneLayerEstimate:
     """Method 4 reduction: recover A and V of a one-layer Transformer given an FFN learner (assumed).
 
     Parameters
     ----------
     oracle : callable f(X) -> float; d : token dimension; ffn_learner : the (assumed) FFN learner.
+    max_relative_error : refuse (ValueError) when the error bar of A is not below this fraction of ||A||_F
+        (tiny |b_1| shrink the usable linear region until the signal drowns in rounding).
 
     Returns
     -------
@@ -179,19 +187,46 @@ def recover_one_layer(
     if np.any(net.b1 == 0.0):
         raise ValueError("the reduction needs b_1 without zeros (z = 0 must be inside one linear region)")
     pattern0 = net.b1 > 0
+    if not pattern0.any():
+        raise NotIdentifiableError(
+            "every hidden unit of the FFN is inactive at z = 0 (all b_1 < 0): f is constant on the linear "
+            "region around the origin, where the reduction's queries live, so they carry no attention "
+            "signal (f itself is not identically zero); the reduction needs at least one b_1 > 0"
+        )
     k0 = net.W1.T @ (pattern0 * (net.W2.T @ net.u))  # gradient of g in the region of z = 0
     v_eff = V @ k0  # token j contributes alpha_j (V k0)^T x_j to f there
-    check_identifiable(v_eff)
+    if np.max(np.abs(v_eff)) <= 1e-12 * max(float(np.max(np.abs(V))), 1e-300) * max(float(np.max(np.abs(k0))), 1e-300):
+        raise NotIdentifiableError(
+            "the FFN's gradient at z = 0 is orthogonal to every value direction (V k_0 = 0): in the linear "
+            "region around the origin the output does not depend on the attention weights, so the "
+            "reduction cannot identify A there (f itself need not be zero)"
+        )
+    # The linear region of z = 0 has radius min_k |b_1k| / ||W_1k||: with tiny |b_1| the queries must be so
+    # small that the logit signal s^2 b^T A c falls below float64 precision. Every measurement gets an error
+    # bar; the reduction refuses (max_relative_error) rather than return an estimate it cannot trust.
+    radius = float(np.min(np.abs(net.b1) / np.maximum(np.linalg.norm(net.W1, axis=1), 1e-300)))
     C = choose_directions(v_eff)
     start = counter.n_queries  # the stub's check queries above are reported apart
     M = np.empty((d, d))
+    dM = np.empty((d, d))
     n_rescale = 0
     for i in range(d):
         for j in range(d):
-            M[i, j], retries = _logit_measurement(counter, net, V, pattern0, np.eye(d)[i], C[:, j])
+            M[i, j], dM[i, j], retries = _logit_measurement(counter, net, V, pattern0, np.eye(d)[i], C[:, j])
             n_rescale += retries
-    A = np.linalg.solve(C.T, M.T).T  # A = M C^{-1}
+    C_inv = np.linalg.inv(C)
+    A = M @ C_inv  # A = M C^{-1}
+    bound = float(np.linalg.norm(dM)) * float(np.linalg.norm(C_inv, 2))
+    if not bound < max_relative_error * float(np.linalg.norm(A)):
+        raise ValueError(
+            f"the attention signal is below the oracle's precision: the linear region of the FFN around "
+            f"z = 0 has radius {radius:.3g} (min |b_1k| / ||W_1k||), so the queries are scaled down to fit "
+            f"in it and their logits s^2 b^T A c drown in rounding; the error bar of A ({bound:.3g}) is "
+            f"not below {max_relative_error:g} x ||A_hat||_F = {float(np.linalg.norm(A)):.3g}. "
+            "The reduction needs |b_1| bounded away from 0 (relative to ||W_1||)"
+        )
     return OneLayerEstimate(
+        error_bound_A=bound,
         A=A,
         V=V,
         W1=W1,
@@ -210,11 +245,12 @@ def _logit_measurement(
     b: np.ndarray,
     c: np.ndarray,
     saturation: float = 1e-9,
-) -> tuple[float, int]:
-    """b^T A c from one query (s (b + c), s b), with s shrunk until the segment z(0)..z(1) stays in the
-    linear region of z = 0 (no queries needed) and the softmax is not saturated (retries counted)."""
+) -> tuple[float, float, int]:
+    """(b^T A c, its error bar, retries) from one query (s (b + c), s b), with s shrunk until the segment
+    z(0)..z(1) stays in the linear region of z = 0 (no queries needed) and the softmax is not saturated
+    (retries counted). The error bar propagates float64 rounding (PRECISION_SAFETY eps of each answer)."""
     s = 1.0
-    for _ in range(MAX_RESCALE_ROUNDS):
+    for _ in range(4 * MAX_RESCALE_ROUNDS):
         z0 = s * (b + V.T @ b)
         z1 = z0 + s * (V.T @ c)
         if np.array_equal(z0 @ net.W1.T + net.b1 > 0, pattern0) and np.array_equal(
@@ -223,6 +259,7 @@ def _logit_measurement(
             break
         s /= 2.0
     retries = -1
+    eps = PRECISION_SAFETY * FLOAT64_EPS
     for _ in range(MAX_RESCALE_ROUNDS):
         retries += 1
         g0 = float(net(s * (b + V.T @ b)))
@@ -231,6 +268,15 @@ def _logit_measurement(
         alpha = (f - g0) / (g1 - g0)
         one_minus = (g1 - f) / (g1 - g0)
         if saturation <= alpha <= 1 - saturation and saturation <= one_minus <= 1 - saturation:
-            return (np.log(alpha) - np.log(one_minus)) / s**2, retries
+            y = (np.log(alpha) - np.log(one_minus)) / s**2
+            da = eps * (abs(f) + abs(g0) + abs(g1)) / abs(g1 - g0)
+            if da >= min(alpha, one_minus):
+                return y, np.inf, retries
+            hi = np.log(alpha + da) - np.log(one_minus - da)
+            lo = np.log(alpha - da) - np.log(one_minus + da)
+            return y, float(max(hi - y * s**2, y * s**2 - lo)) / s**2, retries
         s /= 4.0  # shrinking s keeps the segment inside the region (it is a star-shaped shrink towards 0)
-    raise RuntimeError("a one-layer query stayed saturated after the maximum number of rescalings")
+    raise SaturationError(
+        "a one-layer query stayed saturated after the maximum number of rescalings: the oracle does not "
+        "match the one-layer model the FFN learner returned"
+    )

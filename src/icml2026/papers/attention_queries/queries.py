@@ -155,6 +155,31 @@ def _predicted_dy(
     return d_alpha / np.maximum(s**2 * _sigmoid_prime(L), 1e-300)
 
 
+def _scale_grid(s_cur: np.ndarray, smax: np.ndarray) -> np.ndarray:
+    """(grid, k) candidate scales: from the norm budget (or 16 s when unbounded) down by 2^(1/4) steps."""
+    top = np.where(np.isfinite(smax), smax, np.maximum(16.0 * s_cur, 1.0))
+    return top[None, :] * (2.0 ** (-np.arange(0, 161) / 4.0))[:, None]
+
+
+def _best_scale(
+    geo: _Geometry, idx: np.ndarray, s_cur: np.ndarray, y: np.ndarray, model: NoiseModel, v_err: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SNR-optimal admissible scale for queries idx if b^T A c = y: (s_opt, delta_alpha there, min(alpha,
+    1 - alpha) there)."""
+    S = _scale_grid(s_cur, geo.s_max[idx])
+    I = np.broadcast_to(idx, S.shape)
+    Y = np.broadcast_to(y, S.shape)
+    pred = _predicted_dy(geo, I, S, Y, model, v_err)
+    best = np.argmin(pred, axis=0)
+    cols = np.arange(idx.size)
+    s_opt = S[best, cols]
+    L = s_opt**2 * y
+    dN, dD = _answer_error(geo, idx, s_opt, L, model, v_err)
+    d_alpha = (dN + dD) / (s_opt * np.abs(geo.vc[idx]))
+    a = 0.5 * (1.0 + np.tanh(0.5 * L))
+    return s_opt, d_alpha, np.minimum(a, 1.0 - a)
+
+
 def measure_bilinear(
     oracle: CountingOracle,
     v: np.ndarray,
@@ -265,8 +290,11 @@ def measure_bilinear(
         if np.any(noisy):
             idx = pending[noisy]
             n_noisy[idx] += 1
-            # stuck: at the norm budget already, or a smaller step back up was tried after a shrink
-            stuck = (s[idx] >= smax[idx] * (1 - 1e-12)) | (n_noisy[idx] > 2) | (shrunk[idx] & (n_noisy[idx] > 1))
+            y_now = L[noisy] / sp[noisy] ** 2
+            s_opt, da_opt, room = _best_scale(geo, idx, s[idx], y_now, model, v_err)
+            # Unresolvable even at the best admissible scale (or already moved there twice): the norm,
+            # margin or precision condition fails.
+            stuck = (da_opt >= 0.5 * room) | (n_noisy[idx] > 2)
             if np.any(stuck):
                 t_loc = int(np.argmax(stuck))
                 t = int(idx[t_loc])
@@ -286,8 +314,7 @@ def measure_bilinear(
                     "weight. Raise norm_bound (B_x), lower tau, use a more precise oracle, or a head with a "
                     "larger margin"
                 )
-            step = np.where(shrunk[idx], np.sqrt(shrink), shrink)  # after a shrink, go back half-way
-            s[idx] = np.minimum(smax[idx], s[idx] * step)
+            s[idx] = s_opt
         sat = ~in_window
         s[pending[sat]] /= shrink
         shrunk[pending[sat]] = True
@@ -301,15 +328,11 @@ def measure_bilinear(
         )
     if adapt:
         # SNR step: predicted error at a grid of admissible scales; re-ask where it halves (or better).
-        grid_top = np.where(np.isfinite(smax), smax, np.maximum(s, 1.0))
-        factors = 2.0 ** (-np.arange(0, 121) / 4.0)
-        S = grid_top[None, :] * factors[:, None]  # (grid, k)
         idx_all = np.arange(k)
-        pred = _predicted_dy(geo, np.broadcast_to(idx_all, S.shape), S, np.broadcast_to(y, S.shape), model, v_err)
-        best = np.argmin(pred, axis=0)
-        s_opt = S[best, idx_all]
+        s_opt, _, _ = _best_scale(geo, idx_all, s, y, model, v_err)
         now = _predicted_dy(geo, idx_all, s, y, model, v_err)
-        redo = np.flatnonzero(now > 2.0 * pred[best, idx_all])
+        then = _predicted_dy(geo, idx_all, s_opt, y, model, v_err)
+        redo = np.flatnonzero(now > 2.0 * then)
         if redo.size:
             alpha, one_minus, L, err, resolved = ask(redo, s_opt[redo])
             n_rescale += redo.size * n_repeats
