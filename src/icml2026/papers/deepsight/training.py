@@ -1,0 +1,205 @@
+"""Datasets from episodes, pre-training of the frozen BEV encoder, training and open-loop evaluation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from icml2026.core.rng import torch_generator
+from icml2026.core.validate import positive_int
+
+from .data import (
+    HORIZONS,
+    Episode,
+    _warp,
+    annotate,
+    ego_state,
+    future_waypoints,
+    kinematics_obs,
+    rasterize_bev,
+)
+from .method import MAX_THINK, BEVEncoder, DeepSightPlanner, PlannerBatch, PlannerConfig, think_tokens, token_id
+
+__all__ = ["SampleSet", "build_samples", "pretrain_encoder", "encode_targets", "train_planner",
+           "open_loop_eval", "OpenLoop", "build_planner", "make_batch", "frame_index"]
+
+
+@dataclass
+class SampleSet:
+    """Per-sample arrays: kin (N, 15, 28), ego (N, 14), wp (N, 4, 2), bev (N, 5, 3, S, S) uint8 x255,
+    complex (N,) bool, ann (annotations), episode index and step of each sample, long_tail (N,) bool."""
+
+    kin: np.ndarray
+    ego: np.ndarray
+    wp: np.ndarray
+    bev: np.ndarray
+    complex: np.ndarray
+    ann: list
+    episode: np.ndarray
+    step: np.ndarray
+    long_tail: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.kin.shape[0])
+
+
+def build_samples(episodes: list[Episode], *, size: int = 64, metres_per_px: float = 2.0,
+                  stride: int = 1) -> SampleSet:
+    """Every step t with 3 past and 4 future steps: inputs, expert waypoints, BEV targets t..t+2 s (warped
+    into the ego frame at t) and the annotation."""
+    kin, ego, wp, bev, cpx, ann, epi, stp, lt = [], [], [], [], [], [], [], [], []
+    n_future = int(round(HORIZONS[-1] / 0.5))
+    for e_i, ep in enumerate(episodes):
+        if ep.n_steps < n_future + 4:
+            continue
+        own = [rasterize_bev(ep, k, size=size, metres_per_px=metres_per_px) for k in range(ep.n_steps)]
+        for t in range(3, ep.n_steps - n_future, stride):
+            frames = [own[t]] + [_warp(own[t + int(round(h / 0.5))], ep.ego[t + int(round(h / 0.5)), :3],
+                                       ep.ego[t, :3], metres_per_px) for h in HORIZONS[1:]]
+            a = annotate(ep, t)
+            kin.append(kinematics_obs(ep, t))
+            ego.append(ego_state(ep, t))
+            wp.append(future_waypoints(ep, t))
+            bev.append((np.stack(frames) * 255).round().astype(np.uint8))
+            cpx.append(a.complex)
+            ann.append(a)
+            epi.append(e_i)
+            stp.append(t)
+            lt.append(ep.long_tail)
+    if not kin:
+        raise ValueError("episodes: no episode is long enough for a sample (needs >= 8 steps)")
+    return SampleSet(np.stack(kin), np.stack(ego), np.stack(wp), np.stack(bev), np.asarray(cpx),
+                     ann, np.asarray(epi), np.asarray(stp), np.asarray(lt))
+
+
+def pretrain_encoder(frames: np.ndarray, rng: np.random.Generator, *, n_steps: int = 200, batch: int = 64,
+                     patch_size: int = 16, mask_ratio: float = 0.5, lr: float = 2e-3) -> BEVEncoder:
+    """Masked image modelling pre-training of the BEV encoder on frames (N, 3, S, S) uint8; returns it frozen."""
+    n_steps = positive_int(n_steps, "n_steps", minimum=0)
+    x_all = torch.as_tensor(frames).float() / 255.0
+    g = torch_generator(rng)
+    with torch.random.fork_rng(devices=[]):  # module init draws from torch's global RNG: isolate it
+        torch.manual_seed(int(rng.integers(0, 2**31 - 1)))
+        enc = BEVEncoder(image_size=frames.shape[-1], patch_size=patch_size)
+    opt = torch.optim.AdamW(enc.parameters(), lr=lr, weight_decay=0.01)
+    n_p = enc.n_patches
+    for _ in range(n_steps):
+        idx = torch.randint(0, x_all.shape[0], (min(batch, x_all.shape[0]),), generator=g)
+        mask = torch.rand(len(idx), n_p, generator=g) < mask_ratio
+        loss = enc.mim_loss(x_all[idx], mask)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    enc.eval()
+    for p in enc.parameters():
+        p.requires_grad_(False)
+    return enc
+
+
+@torch.no_grad()
+def encode_targets(enc: BEVEncoder, bev: np.ndarray, chunk: int = 256) -> np.ndarray:
+    """Frozen-encoder latents without registers of BEV stacks (N, T, 3, S, S) uint8: (N, T, 1 + P, d)."""
+    n, t = bev.shape[:2]
+    flat = bev.reshape(n * t, *bev.shape[2:])
+    out = [enc.latents(torch.as_tensor(flat[i:i + chunk]).float() / 255.0).numpy()
+           for i in range(0, len(flat), chunk)]
+    z = np.concatenate(out)
+    return z.reshape(n, t, *z.shape[1:])
+
+
+def build_planner(cfg: PlannerConfig, rng: np.random.Generator) -> DeepSightPlanner:
+    """A freshly initialised planner, its init drawn from ``rng`` (torch's global RNG left untouched)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(rng.integers(0, 2**31 - 1)))
+        return DeepSightPlanner(cfg)
+
+
+def frame_index(variant: str) -> list[int]:
+    """Which of the five BEV frames a variant predicts (B: t+0.5 s only)."""
+    return [] if variant == "A" else ([1] if variant == "B" else list(range(len(HORIZONS))))
+
+
+def make_batch(s: SampleSet, idx: np.ndarray, variant: str, lat: np.ndarray | None,
+               cot_mode: str, flags: np.ndarray) -> PlannerBatch:
+    """Tensors for samples ``idx``; ``flags`` (N,) marks annotated frames (False: think segment None)."""
+    think = np.full((len(idx), MAX_THINK), token_id("<pad>"), np.int64)
+    lens = np.zeros(len(idx), np.int64)
+    for j, i in enumerate(idx):
+        toks = think_tokens(s.ann[i] if flags[i] else None, "long" if cot_mode == "long" else "adaptive")
+        think[j, :len(toks)] = [token_id(t) for t in toks]
+        lens[j] = len(toks)
+    latents = None
+    if lat is not None and variant != "A":
+        latents = torch.as_tensor(lat[idx][:, frame_index(variant)])
+    return PlannerBatch(torch.as_tensor(s.kin[idx]), torch.as_tensor(s.ego[idx]), torch.as_tensor(flags[idx]),
+                        torch.as_tensor(think), torch.as_tensor(lens), torch.as_tensor(s.wp[idx]), latents)
+
+
+def train_planner(planner: DeepSightPlanner, s: SampleSet, lat: np.ndarray | None, rng: np.random.Generator,
+                  *, n_steps: int = 300, batch: int = 32, lr: float = 1e-3, cot_mode: str = "adaptive",
+                  unannotated: float = 0.3) -> list[float]:
+    """AdamW on L = CE + L1 + w * MSE; ``unannotated`` of the frames get flag False / ``None`` (brief)."""
+    g = torch_generator(rng)
+    flags = rng.random(len(s)) >= unannotated
+    opt = torch.optim.AdamW(planner.parameters(), lr=lr, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=max(n_steps, 1), pct_start=0.1)
+    planner.train()
+    hist = []
+    for _ in range(n_steps):
+        idx = torch.randint(0, len(s), (min(batch, len(s)),), generator=g).numpy()
+        parts = planner.losses(make_batch(s, idx, planner.cfg.variant, lat, cot_mode, flags))
+        opt.zero_grad()
+        parts.total.backward()
+        torch.nn.utils.clip_grad_norm_(planner.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        hist.append(float(parts.total.detach()))
+    planner.eval()
+    return hist
+
+
+@dataclass
+class OpenLoop:
+    """Open-loop metrics on a sample set: per-sample L2 at 1 s and 2 s (metres), latent cosines per horizon
+    (planner and persistence, (N, T)), reasoning tokens per sample and the predicted latents."""
+
+    l2_1s: np.ndarray
+    l2_2s: np.ndarray
+    cos: np.ndarray | None
+    cos_persist: np.ndarray | None
+    reasoning_tokens: np.ndarray
+    pred_latents: np.ndarray | None
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Mean over tokens of the cosine between (…, tokens, d) arrays."""
+    num = (a * b).sum(-1)
+    den = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1) + 1e-8
+    out: np.ndarray = (num / den).mean(-1)
+    return out
+
+
+@torch.no_grad()
+def open_loop_eval(planner: DeepSightPlanner, s: SampleSet, lat: np.ndarray | None, chunk: int = 128) -> OpenLoop:
+    """Greedy plans on every sample (flag True); L2 of waypoints at t+1 s / t+2 s; cosine of the predicted
+    standardised latents to the targets per horizon, beside the persistence baseline (copy the t latent)."""
+    planner.eval()
+    wps, toks, lats = [], [], []
+    for i in range(0, len(s), chunk):
+        sl = slice(i, i + chunk)
+        wp, reasoning, pl, _ = planner.plan_batch(torch.as_tensor(s.kin[sl]), torch.as_tensor(s.ego[sl]))
+        wps.append(wp.numpy())
+        toks.extend(len(r) for r in reasoning)
+        if pl is not None:
+            lats.append(pl.numpy())
+    wp = np.concatenate(wps)
+    err = np.linalg.norm(wp - s.wp, axis=-1)
+    cos = cos_p = pred = None
+    if lats and lat is not None:
+        pred = np.concatenate(lats)
+        tgt = lat[:, frame_index(planner.cfg.variant)]
+        cos = _cos(pred, tgt)
+        cos_p = _cos(np.repeat(lat[:, :1], tgt.shape[1], 1), tgt)
+    return OpenLoop(err[:, 1], err[:, 3], cos, cos_p, np.asarray(toks, float), pred)
