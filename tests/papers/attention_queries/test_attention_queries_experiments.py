@@ -15,6 +15,8 @@ NAMES = [
     "attention_queries.noise_tolerance",
     "attention_queries.multihead_nonidentifiable",
     "attention_queries.one_layer_reduction",
+    "attention_queries.noisy_bound",
+    "attention_queries.precision_recovery",
 ]
 
 
