@@ -155,3 +155,24 @@ def test_every_preset_rejects_the_contract_values():
                     val = (bad,) if isinstance(cur, tuple) and bad != "x" else bad
                     with pytest.raises(ValueError, match=f"^{f.name}"):
                         dataclasses.replace(base, **{f.name: val})
+
+
+def test_pooling_drops_the_partial_tail_segment():
+    """A 2.9 s window with 2 s segments pools one segment; the last 0.9 s is dropped (official code), not
+    folded into segment 0."""
+    from icml2026.papers.neurocnn.pooling import FourierProjectionPool
+
+    x = torch.zeros(1, 1, 290)
+    x[..., 200:] = 1.0
+    tokens = FourierProjectionPool(4, 2.0)(x, 100.0)
+    assert tokens.shape == (1, 4, 1)
+    assert float(tokens.abs().max()) == 0.0
+
+
+def test_undersampled_kernel_warns():
+    """At 10 Hz a 0.25 s kernel has 3 taps for 12 knots: a warning names the rate and the taps."""
+    from icml2026.papers.neurocnn.spline_conv import SplineConv1d
+
+    layer = SplineConv1d(1, 2, 12, 0.25)
+    with pytest.warns(UserWarning, match="3 taps for 12 knots"):
+        layer(torch.zeros(1, 1, 50), 10.0)

@@ -161,10 +161,37 @@ def test_train_classifier_restores_best_weights_of_an_fno():
 
 
 def test_cheap_experiments_pass_quick_preset():
-    for name in ("neurocnn.spline_basis", "neurocnn.layer_invariance"):
+    import dataclasses
+
+    for name, changes in (("neurocnn.spline_basis", {}), ("neurocnn.layer_invariance", {"n_draws": 48})):
         exp = get_experiment(name)
-        out = exp(exp.config("quick"), make_rng(0))
+        out = exp(dataclasses.replace(exp.config("quick"), **changes), make_rng(0))
         assert out.passed, [c for c in out.checks if not c.passed]
+
+
+def test_layer_checks_can_fail():
+    """The order-of-convergence check reads ~0 for an error that does not shrink, ~1 for 1/fs; the released
+    taps at 90 Hz (D * fs not an integer) miss the brief's 10% bound that the exact taps meet."""
+    import dataclasses
+
+    from icml2026.papers.neurocnn.experiments import _convergence_order
+
+    rates = np.array([80.0, 100.0, 200.0, 500.0, 1000.0])
+    assert abs(_convergence_order(rates, 0.05 + 0 * rates)) < 1e-9
+    assert abs(_convergence_order(rates, 8.0 / rates) - 1.0) < 1e-9
+    exp = get_experiment("neurocnn.layer_invariance")
+    out = exp(dataclasses.replace(exp.config("quick"), n_draws=16, rates=(90.0, 200.0)), make_rng(1))
+    assert out.metrics["rel_l2_released_90hz"] > 0.10 > out.metrics["rel_l2_exact_90hz"]
+
+
+def test_model_invariance_is_a_statement_over_models():
+    """Each model draws its own initialisation and windows: the per-model spread is reported, not hidden."""
+    exp = get_experiment("neurocnn.model_invariance")
+    out = exp(exp.config("smoke"), make_rng(0))
+    rows = out.tables["per_rate"]
+    assert all(r["neurocnn_min"] <= r["neurocnn_median"] <= r["neurocnn_max"] for r in rows)
+    assert {c.name for c in out.checks} == {"neurocnn_over_cnn_200hz", "cnn_rel_diff_200hz",
+                                             "neurocnn_over_cnn_300hz", "cnn_rel_diff_300hz"}
 
 
 def test_bad_configs_raise():

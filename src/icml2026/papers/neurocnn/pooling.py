@@ -52,8 +52,10 @@ def fourier_basis(t: np.ndarray, n_modes: int, segment_s: float) -> np.ndarray:
 def projection_matrix(n_samples: int, fs: float, n_modes: int, segment_s: float) -> np.ndarray:
     """The linear map ``W`` (S*M, N) with ``tokens = W @ h`` (row ``s*M + m`` gives ``c_{s,m}``).
 
-    Sample ``n`` (time ``n/fs``) belongs to segment ``min(floor(t_n / T_seg), S - 1)`` with local time
-    ``clip(t_n - s T_seg, 0, T_seg)``; ``S = round(N / fs / T_seg)``.
+    Sample ``n`` (time ``n/fs``) belongs to segment ``floor(t_n / T_seg)`` with local time
+    ``clip(t_n - s T_seg, 0, T_seg)``; ``S = round(N / fs / T_seg)``. Samples after ``S T_seg`` belong to no
+    segment and are dropped, as in the official code (a 2.9 s window with 2 s segments has one segment and its
+    last 0.9 s is not pooled).
     """
     fs = check_fs(fs)
     if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
@@ -65,7 +67,7 @@ def projection_matrix(n_samples: int, fs: float, n_modes: int, segment_s: float)
             f"the window lasts {duration:g} s, shorter than half a pooling segment ({segment_s:g} s)"
         )
     t = np.arange(n_samples) / fs
-    seg = np.minimum(np.floor(t / segment_s + 1e-9).astype(int), n_seg - 1)
+    seg = np.floor(t / segment_s + 1e-9).astype(int)  # >= n_seg: past the last whole segment, dropped
     local = np.clip(t - seg * segment_s, 0.0, segment_s)
     dt = np.full(n_samples, 1.0 / fs)  # t_{n+1} - t_n on a uniform grid, the last one repeated
     phi = fourier_basis(local, n_modes, segment_s) * dt  # (M, N)

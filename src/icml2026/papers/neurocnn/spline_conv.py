@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import abc
 import math
+import warnings
 from typing import Literal
 
 import numpy as np
@@ -336,6 +337,14 @@ class SplineConv1d(ContinuousConv1d):
         """Cached basis ``A`` (L_k, K) at rate ``fs`` (float32; no gradient, the kernel is linear in P)."""
         key = (self.spacing, self.n_taps(fs), round(float(fs), 9) if self.spacing == "exact" else 0.0)
         if key not in self._basis_cache:
+            if self.n_taps(fs) < self.n_knots:
+                warnings.warn(
+                    f"SplineConv1d at {fs:g} Hz: the {self.duration_s:g} s kernel has {self.n_taps(fs)} taps for "
+                    f"{self.n_knots} knots, so the spline is under-sampled (its shape between taps is lost); "
+                    f"use a rate of at least {self.n_knots / self.duration_s:g} Hz or fewer knots",
+                    UserWarning,
+                    stacklevel=4,
+                )
             u = tap_positions(self.duration_s, fs, self.spacing)
             a = natural_spline_basis(self.knots.cpu().numpy(), u)  # type: ignore[operator]  # nn.Module attribute typing
             self._basis_cache[key] = torch.as_tensor(a, dtype=torch.float32)
