@@ -1,0 +1,338 @@
+"""Registered experiments of PROBE: the headline comparison (criteria 1, 3, 4) and the lambda limit (1, 2).
+
+The pipeline is split so that no unseen-generator image can reach training or model selection:
+:func:`train_seen` and :func:`fit_methods` see only real train crops and the seen DDPM; the unseen zoo
+(:func:`train_unseen_zoo`) is drawn from its own random stream and only :func:`evaluate_methods` samples it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from icml2026.core import Check, Outcome, experiment, spawn
+from icml2026.core.config import config, param
+from icml2026.core.plotting import new_figure
+from icml2026.core.progress import track
+
+from .baselines import (
+    cnnspot_augment,
+    extra_standard_samples,
+    latent_steer_buffer,
+    pgd_fakes,
+    random_lora_buffer,
+)
+from .data import load_reals
+from .detector import Detector, balanced_accuracy, realism_distance
+from .generators import (
+    AEReconstructor,
+    DCGANGenerator,
+    DiffusionGenerator,
+    PCAGaussianGenerator,
+    VAEGenerator,
+    seen_unet,
+    unseen_unet,
+)
+from .method import ProbeConfig, RefineConfig, probe_generator, refine_detector
+
+METHODS = ("B0", "B1", "B2", "B3", "B4", "B5", "PROBE")
+UNSEEN = ("vae", "dcgan", "ddpm2", "ae_recon", "pca_gauss")
+
+
+@config
+class HeadlineConfig:
+    """Sizes of one PROBE run (brief Sec. 5 values in the comments)."""
+
+    dataset: Literal["photos", "digits"] = "photos"
+    size: int = param(16, 8, 16, choices=(8, 16), help="crop size (photos; digits are 8x8)")
+    n_seeds: int = param(3, 1, 5, help="sub-seeds (detector, PROBE, controls; zoo too unless share_zoo)")
+    share_zoo: bool = False
+    ddpm_steps: int = param(1200, 1, 5000, help="training steps of the seen DDPM")
+    ddim_steps: int = param(10, 2, 50, help="DDIM sampling steps of the seen DDPM (brief: 10-20)")
+    zoo_steps: int = param(800, 1, 5000, help="training steps of VAE, DCGAN, AE and DDPM-2")
+    n_real: int = param(4096, 64, 30000, help="real train crops used by the detectors")
+    n_seen: int = param(1024, 32, 8192, help="seen-DDPM fakes of the detector's training set")
+    det_epochs: int = param(4, 1, 50, help="detector training epochs")
+    n_eval: int = param(1000, 32, 4000, help="real and fake test images per generator (balanced)")
+    lam: float = param(1.0, 0.0, 1e6, help="lambda of L_prec (brief: {0.1, 1, 10})")
+    lora_rank: int = param(4, 1, 16, help="LoRA rank r (brief: 4)")
+    lora_lr: float = param(2e-2, 1e-5, 1.0, help="Adam step of Delta-phi (brief: 1e-3)")
+    n_restarts: int = param(4, 1, 32, help="LoRA restarts from zero")
+    n_updates: int = param(40, 1, 1000, help="LoRA updates per restart")
+    dump_every: int = param(5, 1, 1000, help="updates between buffer dumps")
+    n_dump: int = param(32, 1, 1024, help="images per dump")
+    batch_size: int = param(16, 1, 256, help="x_T per LoRA update")
+    grad_steps: int = param(2, 1, 50, help="K: DDIM steps back-propagated (brief: 2-4)")
+    refine_epochs: int = param(2, 1, 20, help="Stage-2 epochs (brief: 1-3)")
+    refine_lr: float = param(1e-4, 1e-6, 1e-1, help="Stage-2 Adam step (brief: 1e-4)")
+    pgd_eps: float = param(8 / 255, 0.0, 1.0, help="B2 L_inf radius on [-1, 1] (brief: 4/255 on [0, 1])")
+    latent_lr: float = param(0.05, 1e-5, 10.0, help="B5 Adam step on the latent")
+
+    def __post_init__(self) -> None:
+        if self.dump_every > self.n_updates:
+            raise ValueError(f"dump_every = {self.dump_every}: must be <= n_updates = {self.n_updates}")
+        if self.grad_steps > self.ddim_steps:
+            raise ValueError(f"grad_steps = {self.grad_steps}: must be <= ddim_steps = {self.ddim_steps}")
+
+    @property
+    def probe(self) -> ProbeConfig:
+        return ProbeConfig(lam=self.lam, rank=self.lora_rank, lr=self.lora_lr, n_restarts=self.n_restarts,
+                           n_updates=self.n_updates, dump_every=self.dump_every, n_dump=self.n_dump,
+                           batch_size=self.batch_size, grad_steps=self.grad_steps)
+
+    @property
+    def refine(self) -> RefineConfig:
+        return RefineConfig(epochs=self.refine_epochs, lr=self.refine_lr)
+
+
+def train_seen(real_train: np.ndarray, cfg: HeadlineConfig, rng: np.random.Generator) -> DiffusionGenerator:
+    """The seen generator: a DDPM with the attention UNet, DDIM sampling."""
+    gen = DiffusionGenerator(seen_unet(real_train.shape[2], real_train.shape[1]), "ddim", cfg.ddim_steps)
+    return gen.fit(real_train, rng, n_steps=cfg.ddpm_steps, batch_size=64)
+
+
+def train_unseen_zoo(real_train: np.ndarray, real_test: np.ndarray, cfg: HeadlineConfig,
+                     rng: np.random.Generator) -> dict[str, Any]:
+    """The five unseen families (test only), each trained on the real train crops."""
+    s, c = real_train.shape[2], real_train.shape[1]
+    r = spawn(rng, 5)
+    steps = cfg.zoo_steps
+    ddpm2 = DiffusionGenerator(unseen_unet(s, c), "ddpm", 40).fit(real_train, r[2], n_steps=steps, batch_size=64)
+    ae = AEReconstructor(s, c).fit(real_train, r[3], n_steps=steps).set_sources(real_test)
+    return {"vae": VAEGenerator(s, c).fit(real_train, r[0], n_steps=steps),
+            "dcgan": DCGANGenerator(s, c).fit(real_train, r[1], n_steps=steps),
+            "ddpm2": ddpm2, "ae_recon": ae, "pca_gauss": PCAGaussianGenerator().fit(real_train, r[4])}
+
+
+@dataclass
+class MethodsFit:
+    """Everything trained from seen data only: detectors per method, buffers and Stage-1 diagnostics."""
+
+    detectors: dict[str, Detector]
+    buffers: dict[str, np.ndarray]
+    seen_fakes: np.ndarray
+    probe_base: np.ndarray
+    probe_norms: list[float]
+
+
+def fit_methods(real_train: np.ndarray, seen: DiffusionGenerator, cfg: HeadlineConfig,
+                rng: np.random.Generator) -> MethodsFit:
+    """B0 (detector as trained), B1-B5 and PROBE, from real train crops and the seen DDPM only."""
+    r = spawn(rng, 10)
+    real = real_train[r[0].choice(len(real_train), size=min(cfg.n_real, len(real_train)), replace=False)]
+    seen_fakes = seen.sample(cfg.n_seen, r[1])
+    b0 = Detector(epochs=cfg.det_epochs).fit(real, seen_fakes, r[2])
+    pc = cfg.probe
+    res = probe_generator(seen, b0, pc, r[3])  # Stage 1
+    n_buf = len(res.buffer)
+    buffers = {
+        "PROBE": res.buffer,
+        "B1": extra_standard_samples(seen, n_buf, r[4]),
+        "B4": random_lora_buffer(seen, res, pc, r[5]),
+        "B5": latent_steer_buffer(seen, b0, pc, r[6], lr=cfg.latent_lr).buffer,
+    }
+    buffers["B2"] = pgd_fakes(b0, seen.sample(n_buf, r[7]), eps=cfg.pgd_eps)
+    dets = {"B0": b0}
+    r_ft = spawn(r[8], len(METHODS))
+    for i, m in enumerate(METHODS[1:], 1):  # Stage 2 (identical recipe; B3: augmentation, no extra images)
+        if m == "B3":
+            dets[m] = refine_detector(b0, real, seen_fakes, None, cfg.refine, r_ft[i], augment=cnnspot_augment)
+        else:
+            dets[m] = refine_detector(b0, real, seen_fakes, buffers[m], cfg.refine, r_ft[i])
+    return MethodsFit(dets, buffers, seen_fakes, res.base, res.dump_norms)
+
+
+def evaluate_methods(fit: MethodsFit, real_test: np.ndarray, generators: dict[str, Any], n_eval: int,
+                     rng: np.random.Generator) -> dict[str, dict[str, float]]:
+    """bAcc of every detector on every generator: the same n real test crops and n fakes for all methods."""
+    n = min(n_eval, len(real_test))
+    r_real, *r_gen = spawn(rng, 1 + len(generators))
+    reals = real_test[r_real.choice(len(real_test), size=n, replace=False)]
+    out: dict[str, dict[str, float]] = {m: {} for m in fit.detectors}
+    y = np.r_[np.zeros(n), np.ones(n)]
+    for (name, gen), rg in zip(generators.items(), r_gen, strict=True):
+        fakes = gen.sample(n, rg)
+        x = np.concatenate([reals, fakes])
+        for m, det in fit.detectors.items():
+            out[m][name] = balanced_accuracy(y, det.predict_proba(x))
+    return out
+
+
+def _crop_grid(rows: dict[str, np.ndarray], n_cols: int = 8) -> Any:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(n_cols * 0.7 + 1.6, len(rows) * 0.75 + 0.4), dpi=110)
+    for i, (name, imgs) in enumerate(rows.items()):
+        for j in range(min(n_cols, len(imgs))):
+            ax = fig.add_subplot(len(rows), n_cols, i * n_cols + j + 1)
+            img = (imgs[j].transpose(1, 2, 0) + 1) / 2
+            ax.imshow(np.clip(img[..., 0] if img.shape[2] == 1 else img, 0, 1), cmap="gray", vmin=0, vmax=1,
+                      interpolation="nearest")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if j == 0:
+                ax.set_ylabel(name, fontsize=7, rotation=0, ha="right", va="center")
+    fig.suptitle("real / seen DDPM / PROBE buffer / unseen generators", fontsize=8)
+    return fig
+
+
+def _agg(vals: list[float]) -> tuple[float, float, float, float]:
+    a = np.asarray(vals, float)
+    return float(a.mean()), float(a.std()), float(a.min()), float(a.max())
+
+
+@experiment(
+    "probe.headline",
+    claim="Retraining the detector on the PROBE buffer (LoRA-steered, realistic fakes the frozen detector "
+    "calls real) raises mean bAcc on five unseen generator families by >= 5 points over the detector as "
+    "trained and >= 3 points over adding as many standard samples, with <= 2 points loss on the seen one.",
+    presets={
+        "smoke": HeadlineConfig(dataset="digits", size=8, n_seeds=1, share_zoo=True, ddpm_steps=20,
+                                ddim_steps=4, zoo_steps=20, n_real=128, n_seen=64, det_epochs=1, n_eval=64,
+                                n_restarts=1, n_updates=4, dump_every=2, n_dump=8, batch_size=4,
+                                refine_epochs=1),
+        "quick": HeadlineConfig(size=8, n_seeds=3, share_zoo=True, ddpm_steps=300, ddim_steps=8, zoo_steps=300,
+                                n_real=2048, n_seen=512, det_epochs=3, n_eval=800, n_restarts=2, n_updates=20,
+                                dump_every=5, n_dump=32, batch_size=16),
+        "full": HeadlineConfig(),
+    },
+)
+def headline(cfg: HeadlineConfig, rng: np.random.Generator) -> Outcome:
+    real_tr, real_te = load_reals(cfg.dataset, cfg.size)
+    r_seen0, r_zoo0, r_seeds = spawn(rng, 3)
+    shared = (train_seen(real_tr, cfg, r_seen0), train_unseen_zoo(real_tr, real_te, cfg, r_zoo0)) \
+        if cfg.share_zoo else None
+    per: dict[str, list[float]] = {}
+    rows: list[dict[str, Any]] = []
+    grid: dict[str, np.ndarray] = {}
+
+    def put(k: str, v: float) -> None:
+        per.setdefault(k, []).append(float(v))
+
+    for s, r in enumerate(track(spawn(r_seeds, cfg.n_seeds), "probe seeds", total=cfg.n_seeds)):
+        r_seen, r_zoo, r_fit, r_eval, r_diag = spawn(r, 5)
+        if shared is None:
+            seen, zoo = train_seen(real_tr, cfg, r_seen), train_unseen_zoo(real_tr, real_te, cfg, r_zoo)
+        else:
+            seen, zoo = shared
+        fit = fit_methods(real_tr, seen, cfg, r_fit)  # no unseen generator in here
+        bacc = evaluate_methods(fit, real_te, {"seen": seen, **zoo}, cfg.n_eval, r_eval)
+        # criterion 1: hardness and realism of every buffer, against standard seen samples
+        b0 = fit.detectors["B0"]
+        std = seen.sample(len(fit.buffers["PROBE"]), r_diag)
+        fd_std = realism_distance(real_te, std)
+        put("frozen_acc_standard", float((b0.predict_proba(std) > 0.5).mean()))
+        put("fd_standard", fd_std)
+        for m, buf in fit.buffers.items():
+            put(f"frozen_acc_{m}", float((b0.predict_proba(buf) > 0.5).mean()))
+            put(f"fd_{m}", realism_distance(real_te, buf))
+            put(f"fd_ratio_{m}", realism_distance(real_te, buf) / fd_std)
+        put("lora_norm_final", float(np.mean(fit.probe_norms[-1:])))
+        for m in METHODS:
+            unseen_mean = float(np.mean([bacc[m][g] for g in UNSEEN]))
+            put(f"bacc_unseen_{m}", unseen_mean)
+            put(f"bacc_seen_{m}", bacc[m]["seen"])
+            for g in UNSEEN:
+                put(f"bacc_{g}_{m}", bacc[m][g])
+            rows.append({"seed": s, "method": m, "seen": round(bacc[m]["seen"], 4), "unseen_mean": round(
+                unseen_mean, 4), **{g: round(bacc[m][g], 4) for g in UNSEEN}})
+        put("probe_minus_b0", per["bacc_unseen_PROBE"][-1] - per["bacc_unseen_B0"][-1])
+        put("probe_minus_b1", per["bacc_unseen_PROBE"][-1] - per["bacc_unseen_B1"][-1])
+        for m in ("B2", "B3", "B4", "B5"):
+            put(f"probe_minus_{m.lower()}", per["bacc_unseen_PROBE"][-1] - per[f"bacc_unseen_{m}"][-1])
+        put("seen_drop", per["bacc_seen_B0"][-1] - per["bacc_seen_PROBE"][-1])
+        if s == 0:
+            g_r = spawn(r_diag, len(zoo))
+            grid = {"real": real_te[:8], "seen DDPM": std[:8], "PROBE buffer": fit.buffers["PROBE"][-8:],
+                    **{k: gen.sample(8, rg) for (k, gen), rg in zip(zoo.items(), g_r, strict=True)}}
+    metrics: dict[str, float] = {}
+    for k, v in per.items():
+        metrics[k], metrics[f"{k}_std"], metrics[f"{k}_min"], metrics[f"{k}_max"] = _agg(v)
+    checks = [
+        # fails if the critic does not steer (e.g. lam huge, lora_lr tiny): the buffer stays "fake" (~0.9+)
+        Check("frozen_acc_on_buffer", metrics["frozen_acc_PROBE"], "<= 0.5",
+              paper="realistic samples that are difficult to classify"),
+        # fails for a weak detector (too few epochs / DDPM fakes indistinguishable)
+        Check("frozen_acc_on_standard_seen", metrics["frozen_acc_standard"], ">= 0.9"),
+        # fails without L_prec (lam = 0, strong lr): adversarial textures drift off the manifold
+        Check("buffer_realism_ratio", metrics["fd_ratio_PROBE"], "<= 1.5"),
+        # fails if retraining on the buffer does not transfer to the unseen families
+        Check("unseen_bacc_probe_minus_b0", metrics["probe_minus_b0"], ">= 0.05",
+              paper="+14.6 points avg bAcc (ResNet-50, 63.5 -> 78.1)"),
+        Check("unseen_bacc_probe_minus_b1", metrics["probe_minus_b1"], ">= 0.03",
+              paper="data scale alone is insufficient"),
+        Check("seen_bacc_drop", metrics["seen_drop"], "<= 0.02"),
+    ]
+    fig, ax = new_figure("bAcc per generator and method (mean over sub-seeds)", "generator", "bAcc")
+    gens = ["seen", *UNSEEN]
+    x = np.arange(len(gens))
+    wdt = 0.8 / len(METHODS)
+    for i, m in enumerate(METHODS):
+        vals = [metrics[f"bacc_{'seen' if g == 'seen' else g}_{m}"] if g != "seen" else metrics[f"bacc_seen_{m}"]
+                for g in gens]
+        ax.bar(x + (i - len(METHODS) / 2 + 0.5) * wdt, vals, wdt, label=m)
+    ax.set_xticks(x, gens, fontsize=7)
+    ax.set_ylim(0.4, 1.0)
+    ax.legend(fontsize=6, ncol=4)
+    return Outcome(metrics=metrics, checks=checks, figures={"bacc": fig, "crops": _crop_grid(grid)},
+                   tables={"per_seed": rows})
+
+
+@config
+class LimitConfig:
+    """Criterion 1 (second half) and 2: lambda -> large gives the base generator; only Delta-phi moves."""
+
+    n_seeds: int = param(3, 1, 5, help="independent generators/detectors/probes")
+    ddpm_steps: int = param(100, 1, 5000, help="seen-DDPM training steps (quality is irrelevant here)")
+    n_updates: int = param(20, 1, 500, help="LoRA updates")
+    lam_large: float = param(1e6, 1.0, 1e12, help="the 'very large' lambda")
+    lam: float = param(1.0, 0.0, 1e3, help="the working lambda (for contrast)")
+    lora_lr: float = param(1e-2, 1e-5, 1.0, help="Adam step of Delta-phi")
+
+
+@experiment(
+    "probe.lambda_limit",
+    claim="With lambda very large PROBE's samples equal the base generator's (max abs pixel difference < 1e-3 "
+    "at the same noise) while the working lambda moves them; Stage 1 leaves the base UNet and the detector "
+    "bit-identical.",
+    presets={
+        "smoke": LimitConfig(n_seeds=1, ddpm_steps=5, n_updates=4),
+        "quick": LimitConfig(n_seeds=3, ddpm_steps=60, n_updates=20),
+        "full": LimitConfig(n_seeds=3, ddpm_steps=300, n_updates=60),
+    },
+)
+def lambda_limit(cfg: LimitConfig, rng: np.random.Generator) -> Outcome:
+    real_tr, _ = load_reals("photos", 8)
+    per: dict[str, list[float]] = {}
+    for r in track(spawn(rng, cfg.n_seeds), "lambda-limit seeds", total=cfg.n_seeds):
+        r_g, r_f, r_d, r_p = spawn(r, 4)
+        real = real_tr[r_g.choice(len(real_tr), 1024, replace=False)]
+        gen = DiffusionGenerator(seen_unet(8, 3), "ddim", 6).fit(real, r_g, n_steps=cfg.ddpm_steps)
+        det = Detector(epochs=1).fit(real[:256], gen.sample(256, r_f), r_d)
+        unet0 = {k: v.clone() for k, v in gen.unet.state_dict().items()}
+        det0 = {k: v.clone() for k, v in det.net_.state_dict().items()}
+        for name, lam in (("large", cfg.lam_large), ("working", cfg.lam)):
+            pc = ProbeConfig(lam=lam, lr=cfg.lora_lr, n_restarts=1, n_updates=cfg.n_updates,
+                             dump_every=cfg.n_updates, n_dump=32, batch_size=8, grad_steps=2)
+            res = probe_generator(gen, det, pc, r_p)
+            per.setdefault(f"max_abs_diff_{name}", []).append(float(np.abs(res.buffer - res.base).max()))
+            per.setdefault(f"lora_norm_{name}", []).append(res.dump_norms[-1])
+        same_unet = all(torch.equal(unet0[k], v) for k, v in gen.unet.state_dict().items())
+        same_det = all(torch.equal(det0[k], v) for k, v in det.net_.state_dict().items())
+        per.setdefault("changed_tensors", []).append(float((not same_unet) + (not same_det)))
+    metrics = {"max_abs_diff_large_max": float(np.max(per["max_abs_diff_large"])),
+               "max_abs_diff_working_min": float(np.min(per["max_abs_diff_working"])),
+               "lora_norm_large_max": float(np.max(per["lora_norm_large"])),
+               "lora_norm_working_min": float(np.min(per["lora_norm_working"])),
+               "changed_tensors_max": float(np.max(per["changed_tensors"]))}
+    checks = [
+        # fails if L_prec does not bind (e.g. a sign error, or Adam's lr-sized steps not damped)
+        Check("max_abs_pixel_diff_large_lambda", metrics["max_abs_diff_large_max"], "< 1e-3"),
+        # the contrast: the working lambda does change the samples (fails if the LoRA has no effect)
+        Check("min_abs_pixel_diff_working_lambda", metrics["max_abs_diff_working_min"], "> 0.05"),
+        Check("base_unet_or_detector_changed", metrics["changed_tensors_max"], "== 0"),
+    ]
+    return Outcome(metrics=metrics, checks=checks)
