@@ -1,0 +1,117 @@
+"""Training stages and evaluation: next-token cross-entropy on the answer token only (Sec. 3).
+
+A stage is a number of optimisation steps whose batches are drawn from a mixture of prompt formats
+(``text``, ``noise`` = noise-text, ``image``); each step draws one format with the mixture weights and a batch of
+``batch_size`` samples with N uniform in the stage's object range.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import torch
+from torch import nn
+
+from icml2026.core.validate import positive_int
+
+from .data import Batch, RetrievalSample, Vocab, image_batch, noise_text_batch, sample_task, text_batch
+from .model import BindingLM
+
+__all__ = ["Mode", "Trainer", "make_batch", "sample_batch", "accuracy", "accuracy_per_n"]
+
+Mode = Literal["text", "noise", "image"]
+
+
+def make_batch(samples: list[RetrievalSample], mode: Mode, rng: np.random.Generator) -> Batch:
+    """The prompts of ``samples`` in format ``mode``."""
+    if mode == "text":
+        return text_batch(samples)
+    if mode == "noise":
+        return noise_text_batch(samples, rng)
+    if mode == "image":
+        return image_batch(samples, rng, render=False)  # cached cell features (exact, tested)
+    raise ValueError(f"mode = {mode!r}: must be 'text', 'noise' or 'image'")
+
+
+def sample_batch(batch_size: int, n_range: tuple[int, int], vocab: Vocab, rng: np.random.Generator,
+                 n_fixed: int | None = None) -> list[RetrievalSample]:
+    """``batch_size`` samples, N uniform in ``n_range`` (inclusive) unless ``n_fixed`` is given."""
+    lo, hi = n_range
+    ns = np.full(batch_size, n_fixed) if n_fixed is not None else rng.integers(lo, hi + 1, size=batch_size)
+    return [sample_task(int(n), rng, vocab) for n in ns]
+
+
+@dataclass
+class Trainer:
+    """A model with its AdamW state; :meth:`clone` branches a regime off a shared stage."""
+
+    model: BindingLM
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    warmup: int = 100
+    steps_done: int = 0
+    losses: list[float] = field(default_factory=list)
+    opt: torch.optim.Optimizer | None = None
+
+    def __post_init__(self) -> None:
+        if self.opt is None:
+            params = [p for p in self.model.parameters() if p.requires_grad]
+            self.opt = torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay)
+
+    def clone(self) -> Trainer:
+        return copy.deepcopy(self)
+
+    def step(self, batch: Batch) -> float:
+        """One AdamW step on the answer-token cross-entropy over the full vocabulary."""
+        assert self.opt is not None
+        self.model.train()
+        logits, _ = self.model(batch)
+        target = torch.from_numpy(batch.answer + self.model.vocab.item0)
+        loss = nn.functional.cross_entropy(logits, target)
+        scale = min(1.0, (self.steps_done + 1) / max(self.warmup, 1))  # linear warm-up, then constant
+        for g in self.opt.param_groups:
+            g["lr"] = self.lr * scale
+        self.opt.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.opt.step()
+        self.steps_done += 1
+        val = float(loss.detach())
+        self.losses.append(val)
+        return val
+
+    def run_stage(self, steps: int, mix: dict[Mode, float], n_range: tuple[int, int], batch_size: int,
+                  rng: np.random.Generator, progress: Callable[[int], None] | None = None) -> None:
+        """``steps`` steps; each draws its prompt format from ``mix`` (weights summing to 1)."""
+        steps = positive_int(steps, "steps", minimum=0, maximum=10**7)
+        modes = list(mix)
+        w = np.array([mix[m] for m in modes], float)
+        if (w < 0).any() or not np.isclose(w.sum(), 1.0):
+            raise ValueError(f"mix = {mix}: weights must be >= 0 and sum to 1")
+        for k in range(steps):
+            mode = modes[int(rng.choice(len(modes), p=w))]
+            samples = sample_batch(batch_size, n_range, self.model.vocab, rng)
+            self.step(make_batch(samples, mode, rng))
+            if progress is not None:
+                progress(k)
+
+
+@torch.no_grad()
+def accuracy(model: BindingLM, samples: list[RetrievalSample], mode: Mode, rng: np.random.Generator,
+             batch_size: int = 256) -> np.ndarray:
+    """Per-sample correctness (argmax over item tokens equals i*), ``(len(samples),)`` bool."""
+    model.eval()
+    out = []
+    for k in range(0, len(samples), batch_size):
+        b = make_batch(samples[k:k + batch_size], mode, rng)
+        out.append(model.item_logits(b).argmax(1).numpy() == b.answer)
+    return np.concatenate(out) if out else np.zeros(0, bool)
+
+
+def accuracy_per_n(model: BindingLM, ns: list[int], n_eval: int, mode: Mode, rng: np.random.Generator) -> dict[int, float]:
+    """Accuracy for each N in ``ns`` on ``n_eval`` fresh samples each."""
+    return {n: float(accuracy(model, sample_batch(n_eval, (n, n), model.vocab, rng), mode, rng).mean()) for n in ns}
