@@ -390,7 +390,7 @@ def noise_text_batch(samples: list[RetrievalSample], rng: np.random.Generator,
         row = np.empty(context_len, dtype=np.int64)
         row[is_real], row[~is_real] = ctx, noise
         suffix = _suffix_ids(s)
-        rows.append(list(row) + suffix)
+        rows.append([int(t) for t in row] + suffix)
         masks.append(list(is_real) + [True] * len(suffix))
         ctxs.append(list(is_real) + [False] * len(suffix))
     return _stack(rows, masks, vocab, samples, ctxs)

@@ -217,10 +217,11 @@ def _regime_list(cfg: RegimesConfig) -> tuple[str, ...]:
     presets={
         "smoke": RegimesConfig(n_seeds=1, n_layer=1, d_model=16, steps_text=3, steps_image=2, steps_mix=2,
                                batch_size=4, encoder_steps=2, n_eval=10, n_pairs=10, n_probe=40),
-        "quick": RegimesConfig(n_seeds=3, n_layer=2, d_model=32, n_id_max=4, n_ood_max=8, steps_text=150,
-                               steps_image=40, steps_mix=40, encoder_steps=150, n_eval=60, n_pairs=60,
+        "quick": RegimesConfig(n_seeds=3, n_layer=2, d_model=32, n_id_max=4, n_ood_max=8, steps_text=120,
+                               steps_image=30, steps_mix=30, encoder_steps=150, n_eval=60, n_pairs=60,
                                n_probe=200),
-        "full": RegimesConfig(),
+        "full": RegimesConfig(steps_text=1500, steps_image=300, steps_mix=300, encoder_steps=300, n_eval=100,
+                              n_pairs=100, n_probe=300),
     },
 )
 def regimes(cfg: RegimesConfig, rng: np.random.Generator) -> Outcome:
@@ -246,8 +247,12 @@ def regimes(cfg: RegimesConfig, rng: np.random.Generator) -> Outcome:
         n_steps = (cfg.steps_text * (1 + int(cfg.noise_image))
                    + (cfg.steps_image + cfg.steps_mix) * (len(names) - 1))
         bar = iter(track(range(n_steps), f"regimes seed {seed}", total=n_steps))
+
+        def tick(it: Any = bar) -> None:
+            next(it, None)
+
         models = train_regimes(names, sched, vocab, encoder, rand_enc, model_kwargs, (2, cfg.n_id_max),
-                               cfg.batch_size, cfg.lr, r_train, on_step=lambda: next(bar, None))
+                               cfg.batch_size, cfg.lr, r_train, on_step=tick)
         for _ in bar:  # drain (prints the final progress line)
             pass
         eval_sets = {n: sample_batch(cfg.n_eval, (n, n), vocab, r_eval) for n in id_ns + ood_ns}
@@ -276,17 +281,18 @@ def regimes(cfg: RegimesConfig, rng: np.random.Generator) -> Outcome:
 
     id_acc = {r: [float(np.mean([a[n] for n in id_ns])) for a in per_n[r]] for r in names}
     ood_acc = {r: [float(np.mean([a[n] for n in ood_ns])) for a in per_n[r]] for r in names}
-    for r in names:
-        put(f"{r}_id_acc", id_acc[r])
-        put(f"{r}_ood_acc", ood_acc[r])
+    for reg in names:
+        put(f"{reg}_id_acc", id_acc[reg])
+        put(f"{reg}_ood_acc", ood_acc[reg])
         for n in id_ns + ood_ns:
-            metrics[f"{r}_acc_N{n}"] = float(np.mean([a[n] for a in per_n[r]]))
+            metrics[f"{reg}_acc_N{n}"] = float(np.mean([a[n] for a in per_n[reg]]))
     for name in mech:
         put(f"{name}_sym_pos_ratio", [m["ratio"] for m in mech[name]])
         metrics[f"{name}_dominant_layer_mean"] = float(np.mean([m["layer"] for m in mech[name]]))
     put("encoder_colour_acc", [a for a, _ in enc_acc])
     put("encoder_shape_acc", [b for _, b in enc_acc])
-    t_ood, l_ood, i_ood, n_ood = (np.asarray(ood_acc[k]) for k in ("text-only", "text-long", "image-text", "noise-text"))
+    t_ood, l_ood, i_ood, n_ood = (np.asarray(ood_acc[k])
+                                  for k in ("text-only", "text-long", "image-text", "noise-text"))
     # paired per-seed statistics (same init and stage 1 for every regime of a seed)
     put("ood_gain_image_vs_long", list(i_ood - l_ood))
     put("ood_gain_noise_vs_text_only", list(n_ood - t_ood))
@@ -305,13 +311,16 @@ def regimes(cfg: RegimesConfig, rng: np.random.Generator) -> Outcome:
         Check("ood_gain_image_text_minus_text_long", metrics["ood_gain_image_vs_long"], ">= 0.10",
               paper="—"),
         Check("image_text_id_acc", metrics["image-text_id_acc"], ">= 0.97", paper="no forgetting"),
-        # criterion 5 (soft in the brief): paired per-seed differences, mean over seeds
-        Check("ood_gain_noise_text_minus_text_only", metrics["ood_gain_noise_vs_text_only"], "> 0",
+        # criterion 5 (soft in the brief): paired per-seed differences, mean over seeds.
+        # Deviation: a 5-point margin instead of "> 0": with n_eval samples per OOD N the sampling error of a
+        # difference is ~2-3 points, so "> 0" would be decided by noise for two regimes that are equal.
+        Check("ood_gain_noise_text_minus_text_only", metrics["ood_gain_noise_vs_text_only"], ">= 0.05",
               paper="57.5 vs 37.2"),
-        Check("ood_gain_image_text_minus_noise_text", metrics["ood_gain_image_vs_noise"], "> 0",
+        Check("ood_gain_image_text_minus_noise_text", metrics["ood_gain_image_vs_noise"], ">= 0.05",
               paper="69.5 vs 57.5"),
-        # criterion 6: log Sym/Pos ratio image-text minus text-only, mean over seeds
-        Check("log_sym_pos_ratio_image_text_minus_text_only", metrics["sym_pos_ratio_change"], "> 0",
+        # criterion 6: log(Sym/Pos) of image-text minus text-only, mean over seeds (paired). Deviation: >= 0.1
+        # (a >= ~10% higher ratio) rather than "> 0", for the same sampling-noise reason (100-200 pairs)
+        Check("log_sym_pos_ratio_image_text_minus_text_only", metrics["sym_pos_ratio_change"], ">= 0.1",
               paper="Qwen3 1.819 -> Qwen3-VL 2.463"),
     ]
     figures = _figures(names, per_n, mech, id_ns, ood_ns, cfg.n_layer)

@@ -197,7 +197,8 @@ def _knockout(model: BindingLM, layer: int, is_context: np.ndarray) -> Iterator[
         kwargs["attention_mask"] = mask
         return args, kwargs
 
-    hook = model.blocks[layer].attn.register_forward_pre_hook(pre, with_kwargs=True)
+    attn: torch.nn.Module = model.blocks[layer].attn  # type: ignore[assignment]
+    hook = attn.register_forward_pre_hook(pre, with_kwargs=True)
     try:
         yield
     finally:

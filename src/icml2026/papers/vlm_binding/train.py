@@ -112,6 +112,7 @@ def accuracy(model: BindingLM, samples: list[RetrievalSample], mode: Mode, rng: 
     return np.concatenate(out) if out else np.zeros(0, bool)
 
 
-def accuracy_per_n(model: BindingLM, ns: list[int], n_eval: int, mode: Mode, rng: np.random.Generator) -> dict[int, float]:
+def accuracy_per_n(model: BindingLM, ns: list[int], n_eval: int, mode: Mode,
+                   rng: np.random.Generator) -> dict[int, float]:
     """Accuracy for each N in ``ns`` on ``n_eval`` fresh samples each."""
     return {n: float(accuracy(model, sample_batch(n_eval, (n, n), model.vocab, rng), mode, rng).mean()) for n in ns}
