@@ -149,6 +149,11 @@ class CostConfig:
             raise ValueError(f"d_model = {self.d_model}: must be a multiple of n_heads ({self.n_heads})")
 
 
+#: Success rate below which success comparisons are undecidable at our test-set sizes (a fifth of the maps; the
+#: paper's FrozenLake success is 87.94%). Fixed before any run of this rule; quick runs measured 0.5-2%.
+MIN_LEARNED_SUCCESS = 0.2
+
+
 def _window(values: list[float], centre: int) -> float:
     """Median over hops centre-1..centre+1 (one hop's wall time is noisy on a shared CPU)."""
     return float(np.median(values[max(1, centre - 1): centre + 2]))
@@ -158,7 +163,7 @@ def _window(values: list[float], centre: int) -> float:
     "specflow.bounded_cost",
     claim="SpecFlow's workspace and visual KV cache are the same at every hop while MVoT's context grows by "
     "tokens_per_thought + 1 per hop; at depth >= 8 MVoT needs >= 2x SpecFlow's KV cache and, with 64 tokens "
-    "per thought, >= 1.6x its FLOPs; SpecFlow's per-hop latency stays flat (hop 12 <= 1.1 x hop 1).",
+    "per thought, >= 1.6x its FLOPs; SpecFlow's per-hop compute stays flat (FLOPs of hop 12 <= 1.1 x hop 1).",
     presets={"quick": CostConfig(), "full": CostConfig(reps=10),
              "smoke": CostConfig(tokens_per_thought=(16,), n_layers=1, d_model=32, n_heads=2, flow_width=8,
                                  n_ode_steps=1, reps=1)},
@@ -215,10 +220,20 @@ def bounded_cost(cfg: CostConfig, rng: np.random.Generator) -> Outcome:
         timings[f"specflow_seconds_hop{h}"] = spec.seconds[h]
         for t, c in mvot.items():
             timings[f"mvot{t}_seconds_hop{h}"] = c.seconds[h]
-    checks.append(Check("specflow_latency_ratio_hop12_hop1", lat_spec, "<= 1.1", paper=".41 s vs VoCoT .65 s (VSR)"))
+    # Flat per-hop cost, checked on the per-hop FLOPs (torch's FlopCounterMode: the same on every machine).
+    # Deviation: the wall-time ratio is reported in the timings, not checked: on a shared 2-core CPU it ranged
+    # 0.98-1.35 over three seeds for the same computation, so its verdict was decided by the machine's load.
+    # Fails for a workspace whose context grows with the hops (MVoT: 1.2-1.4x at 64 tokens per thought).
+    def hop_flops(c: CostCurve, h: int) -> float:
+        return float(c.flops_policy[h] + c.flops_flow[h])
+
+    spec_hop = hop_flops(spec, 12) / hop_flops(spec, 1)
+    metrics["specflow_hop_flops_ratio_hop12_hop1"] = spec_hop
+    checks.append(Check("specflow_hop_flops_ratio_hop12_hop1", spec_hop, "<= 1.1", paper=".41 s vs VoCoT .65 s (VSR)"))
     tmax = max(mvot)
-    checks.append(Check(f"mvot{tmax}_latency_ratio_hop12_hop1", timings[f"mvot{tmax}_latency_ratio_hop12_hop1"],
-                        "> 1.1"))
+    mvot_hop = hop_flops(mvot[tmax], 12) / hop_flops(mvot[tmax], 1)
+    metrics[f"mvot{tmax}_hop_flops_ratio_hop12_hop1"] = mvot_hop
+    checks.append(Check(f"mvot{tmax}_hop_flops_ratio_hop12_hop1", mvot_hop, "> 1.1"))
     rows = []
     for h in range(cfg.depth + 1):
         row = {"hop": h, "specflow_ctx": spec.context[h], "specflow_kv_mb": spec.kv_bytes[h] / 2**20,
@@ -387,10 +402,18 @@ def headline(cfg: HeadlineConfig, rng: np.random.Generator) -> Outcome:
     d_text = evs["specflow"].success - evs["text"].success
     metrics["specflow_minus_mvot_success"] = d_mvot
     metrics["specflow_minus_text_success"] = d_text
-    checks = [
-        Check("specflow_minus_mvot_success", d_mvot, ">= -0.05", paper="SpecFlow 70.14 vs VoCoT 68.88 acc % (VSR)"),
-        Check("specflow_minus_text_success", d_text, ">= 0"),
-    ]
+    # The comparisons are evidence only if the policies can solve maps at all: the guard asks that the policy
+    # fed the TRUE renders (MVoT-oracle, the easiest reasoner) solves MIN_LEARNED_SUCCESS of them. Below it
+    # every method succeeds on a handful of maps and a comparison is decided by one episode (it flipped
+    # between seeds), so the comparisons are then reported as metrics and the guard fails the run.
+    oracle = evs["mvot_oracle"].success
+    checks = [Check("guard_mvot_oracle_success", oracle, f">= {MIN_LEARNED_SUCCESS}",
+                    paper="(guard; paper's FrozenLake success 87.94%)")]
+    if oracle >= MIN_LEARNED_SUCCESS:
+        checks += [
+            Check("specflow_minus_mvot_success", d_mvot, ">= -0.05", paper="SpecFlow 70.14 vs VoCoT 68.88 acc % (VSR)"),
+            Check("specflow_minus_text_success", d_text, ">= 0"),
+        ]
     fig, ax = new_figure("Agent-cell accuracy of the visual thought read at each hop", "hop",
                          "accuracy (brightest-dot cell)")
     for k, label in (("specflow", "SpecFlow (DCT workspace)"), ("mvot", "MVoT (pixel thoughts)"),
@@ -473,11 +496,18 @@ def ablations(cfg: AblationConfig, rng: np.random.Generator) -> Outcome:
             evs[label] = done[key] = run(label, up, r)
     d_sched = evs["schedule_cosine"].success - evs["schedule_fixed"].success
     metrics["cosine_minus_fixed_success"] = d_sched
-    checks = [Check("cosine_minus_fixed_success", d_sched, ">= 0", paper="FrozenLake cosine 87.94 vs fixed 82.37")]
+    # As in the headline: the soft comparisons are checked only once the cosine run itself solves
+    # MIN_LEARNED_SUCCESS of the maps; below it they are reported as metrics and the guard fails.
+    best = max(ev.success for ev in evs.values())
+    checks = [Check("guard_best_variant_success", best, f">= {MIN_LEARNED_SUCCESS}",
+                    paper="(guard; paper's FrozenLake success 87.94%)")]
+    if best >= MIN_LEARNED_SUCCESS:
+        checks.append(Check("cosine_minus_fixed_success", d_sched, ">= 0", paper="FrozenLake cosine 87.94 vs fixed 82.37"))
     if "w_1" in evs and "w_4" in evs:
         d_w = evs["w_4"].success_deep - evs["w_1"].success_deep
         metrics["w4_minus_w1_success_deep"] = d_w
-        checks.append(Check("w4_minus_w1_success_deep", d_w, ">= 0", paper="w = 4 best"))
+        if best >= MIN_LEARNED_SUCCESS:
+            checks.append(Check("w4_minus_w1_success_deep", d_w, ">= 0", paper="w = 4 best"))
     fig, ax = new_figure("Ablations: success rate", "variant", "success")
     ax.bar(range(len(rows)), [float(r["success"]) for r in rows])  # type: ignore[arg-type]
     ax.set_xticks(range(len(rows)), [str(r["variant"]) for r in rows], rotation=45, fontsize=7)
