@@ -42,8 +42,9 @@ class FedPerLoRA(Strategy):
     def initial(self, n_clients: int, n_layers: int) -> Structure:
         if self.k > n_layers:
             raise ValueError(f"k = {self.k}: exceeds the number of layers {n_layers}")
-        return Structure([np.zeros(n_clients, dtype=int) if layer < self.k else np.arange(n_clients)
-                          for layer in range(n_layers)])
+        return Structure(
+            [np.zeros(n_clients, dtype=int) if layer < self.k else np.arange(n_clients) for layer in range(n_layers)]
+        )
 
 
 class FedLEASEFlat(Strategy):
@@ -70,7 +71,8 @@ class FedALTScalar(Strategy):
     """FedALT, simplified: own LoRA + frozen rest-of-world LoRA (average of all others), mixed by a learnable
     per-layer scalar (= FedTreeLoRA with every cut at singletons).
 
-    # Deviation: FedALT's mixer is an input-dependent MoE router; here one learnable scalar per layer, as the brief asks.
+    # Deviation: FedALT's mixer is an input-dependent MoE router; here one learnable scalar per layer
+    # (the brief's simplification).
     """
 
     name = "FedALT-scalar"

@@ -19,8 +19,19 @@ import numpy as np
 
 from icml2026.core.validate import positive_int
 
-__all__ = ["TASKS", "VOCAB_SIZE", "PAD", "CLS", "SEP", "MASK", "Client", "make_example", "make_task_data",
-           "make_clients", "make_corpus"]
+__all__ = [
+    "TASKS",
+    "VOCAB_SIZE",
+    "PAD",
+    "CLS",
+    "SEP",
+    "MASK",
+    "Client",
+    "make_example",
+    "make_task_data",
+    "make_clients",
+    "make_corpus",
+]
 
 TASKS = ("polarity", "topic", "pair", "contain")
 PAD, CLS, SEP, MASK = 0, 1, 2, 3
@@ -49,8 +60,9 @@ class Client:
         return int(self.x_train.shape[0])
 
 
-def _lexicon_body(n: int, label: int, yes: np.ndarray, no: np.ndarray, distract: np.ndarray,
-                  rng: np.random.Generator) -> np.ndarray:
+def _lexicon_body(
+    n: int, label: int, yes: np.ndarray, no: np.ndarray, distract: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Body of a majority task: an odd number of lexicon tokens, the majority from ``yes`` iff label."""
     m = int(rng.choice([3, 5, 7]))
     n_major = int(rng.integers(m // 2 + 1, m + 1))
@@ -93,8 +105,9 @@ def make_task_data(task: str, labels: np.ndarray, seq_len: int, rng: np.random.G
     return np.stack([make_example(task, int(y), seq_len, rng) for y in labels])
 
 
-def make_clients(tasks: Sequence[str], n_train: int, n_test: int, seq_len: int, alpha: float,
-                 rng: np.random.Generator) -> list[Client]:
+def make_clients(
+    tasks: Sequence[str], n_train: int, n_test: int, seq_len: int, alpha: float, rng: np.random.Generator
+) -> list[Client]:
     """One client per entry of ``tasks``; label proportions ~ Dirichlet(alpha) within the task (label skew).
 
     Train and test splits share the client's label proportions (personalised evaluation, as in the paper).
@@ -110,8 +123,11 @@ def make_clients(tasks: Sequence[str], n_train: int, n_test: int, seq_len: int, 
         p1 = float(rng.dirichlet([alpha, alpha])[1])
         ytr = (rng.random(n_train) < p1).astype(np.int64)
         yte = (rng.random(n_test) < p1).astype(np.int64)
-        clients.append(Client(make_task_data(task, ytr, seq_len, rng), ytr,
-                              make_task_data(task, yte, seq_len, rng), yte, str(task)))
+        clients.append(
+            Client(
+                make_task_data(task, ytr, seq_len, rng), ytr, make_task_data(task, yte, seq_len, rng), yte, str(task)
+            )
+        )
     return clients
 
 

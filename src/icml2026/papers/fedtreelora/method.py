@@ -114,9 +114,19 @@ class FedTreeLoRA(Strategy):
     rebuild_every : rebuild tree and cuts every R rounds after warm-up (option; None = once).
     """
 
-    def __init__(self, K: int = 2, tau: float = 0.25, warmup_rounds: int = 3, fixed_c: int | None = None,
-                 independent: bool = False, use_external: bool = True, normalize: bool = False,
-                 rebuild_every: int | None = None, theta_init: float = 2.0, name: str | None = None) -> None:
+    def __init__(
+        self,
+        K: int = 2,
+        tau: float = 0.25,
+        warmup_rounds: int = 3,
+        fixed_c: int | None = None,
+        independent: bool = False,
+        use_external: bool = True,
+        normalize: bool = False,
+        rebuild_every: int | None = None,
+        theta_init: float = 2.0,
+        name: str | None = None,
+    ) -> None:
         self.K, self.tau = _check_k_tau(K, tau)
         if isinstance(warmup_rounds, bool) or not isinstance(warmup_rounds, int) or warmup_rounds < 1:
             raise ValueError(f"warmup_rounds = {warmup_rounds!r}: must be an int >= 1 (B is zero before warm-up)")
@@ -132,9 +142,13 @@ class FedTreeLoRA(Strategy):
         self.fixed_c, self.independent, self.use_external = fixed_c, independent, use_external
         self.normalize, self.rebuild_every, self.theta_init = normalize, rebuild_every, float(theta_init)
         if name is None:
-            name = ("FedTreeLoRA" if fixed_c is None and not independent else
-                    f"fixed c={fixed_c}" if fixed_c is not None else "independent") + (
-                "" if use_external else " (cluster-only)")
+            name = (
+                "FedTreeLoRA"
+                if fixed_c is None and not independent
+                else f"fixed c={fixed_c}"
+                if fixed_c is not None
+                else "independent"
+            ) + ("" if use_external else " (cluster-only)")
         self.name = name
 
     def build(self, B_per_layer: Sequence[np.ndarray]) -> Structure:

@@ -84,10 +84,18 @@ def _bert_config(cfg: BackboneConfig) -> Any:
 
     if cfg.d_model % cfg.n_heads:
         raise ValueError(f"d_model = {cfg.d_model}: must be divisible by n_heads = {cfg.n_heads}")
-    c = BertConfig(vocab_size=cfg.vocab_size, hidden_size=cfg.d_model, num_hidden_layers=cfg.n_layers,
-                   num_attention_heads=cfg.n_heads, intermediate_size=2 * cfg.d_model,
-                   max_position_embeddings=cfg.seq_len, type_vocab_size=1, pad_token_id=PAD,
-                   hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    c = BertConfig(
+        vocab_size=cfg.vocab_size,
+        hidden_size=cfg.d_model,
+        num_hidden_layers=cfg.n_layers,
+        num_attention_heads=cfg.n_heads,
+        intermediate_size=2 * cfg.d_model,
+        max_position_embeddings=cfg.seq_len,
+        type_vocab_size=1,
+        pad_token_id=PAD,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     c._attn_implementation = "eager"
     return c
 
@@ -105,8 +113,9 @@ def _reinit(model: nn.Module, seed: int) -> None:
                 p.zero_()
 
 
-def pretrain_backbone(corpus: np.ndarray, cfg: BackboneConfig, steps: int, batch_size: int, lr: float,
-                      rng: np.random.Generator) -> Backbone:
+def pretrain_backbone(
+    corpus: np.ndarray, cfg: BackboneConfig, steps: int, batch_size: int, lr: float, rng: np.random.Generator
+) -> Backbone:
     """Masked-LM pre-training (15% of body tokens -> [MASK]) on a task-agnostic corpus, then frozen."""
     from transformers import BertForMaskedLM
 
@@ -168,8 +177,16 @@ class ClientModel(nn.Module):
     The classification head (a linear map on the [CLS] state) is kept local for every method.
     """
 
-    def __init__(self, backbone: Backbone, n_clients: int, rank: int, alpha: float, n_classes: int,
-                 g: torch.Generator, pooling: str = "mean") -> None:
+    def __init__(
+        self,
+        backbone: Backbone,
+        n_clients: int,
+        rank: int,
+        alpha: float,
+        n_classes: int,
+        g: torch.Generator,
+        pooling: str = "mean",
+    ) -> None:
         super().__init__()
         if pooling not in ("mean", "cls"):
             raise ValueError(f"pooling = {pooling!r}: must be 'mean' or 'cls'")

@@ -111,12 +111,21 @@ def _apply_structure(model: ClientModel, s: Structure, theta_init: float, fresh:
                 model.theta[layer].fill_(theta_init)
 
 
-def _local_training(model: ClientModel, s: Structure, data_x: torch.Tensor, data_y: torch.Tensor,
-                    n_k: torch.Tensor, cfg: TrainConfig, g: torch.Generator) -> None:
+def _local_training(
+    model: ClientModel,
+    s: Structure,
+    data_x: torch.Tensor,
+    data_y: torch.Tensor,
+    n_k: torch.Tensor,
+    cfg: TrainConfig,
+    g: torch.Generator,
+) -> None:
     """E local AdamW steps for every client (fresh optimiser state per round, *ours*)."""
     lora = [*model.A_c.values(), *model.B_c.values()]
-    groups: list[dict[str, Any]] = [{"params": lora, "lr": cfg.lr},
-                                    {"params": [model.head_w, model.head_b], "lr": cfg.head_lr}]
+    groups: list[dict[str, Any]] = [
+        {"params": lora, "lr": cfg.lr},
+        {"params": [model.head_w, model.head_b], "lr": cfg.head_lr},
+    ]
     if s.learn_lambda and any(model.ext_active):
         groups.append({"params": list(model.theta), "lr": cfg.head_lr})
     opt = torch.optim.AdamW(groups, weight_decay=0.0)
@@ -127,8 +136,10 @@ def _local_training(model: ClientModel, s: Structure, data_x: torch.Tensor, data
         yb = torch.stack([data_y[k, idx[k]] for k in range(n)])
         logits = model(xb)
         # sum over clients of each client's mean loss: client k's gradient is its own loss's gradient
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), yb.reshape(-1),
-                                                 reduction="sum") / cfg.batch_size
+        loss = (
+            torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), yb.reshape(-1), reduction="sum")
+            / cfg.batch_size
+        )
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -136,12 +147,15 @@ def _local_training(model: ClientModel, s: Structure, data_x: torch.Tensor, data
 
 def _upload(model: ClientModel) -> dict[str, dict[str, np.ndarray]]:
     """What clients send: their cluster experts only (A and B per targeted map); lambda and head stay local."""
-    return {"A": {k: v.detach().numpy().copy() for k, v in model.A_c.items()},
-            "B": {k: v.detach().numpy().copy() for k, v in model.B_c.items()}}
+    return {
+        "A": {k: v.detach().numpy().copy() for k, v in model.A_c.items()},
+        "B": {k: v.detach().numpy().copy() for k, v in model.B_c.items()},
+    }
 
 
-def _server_aggregate(payload: dict[str, dict[str, np.ndarray]], s: Structure, n_k: np.ndarray,
-                      n_layers: int) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, dict[str, np.ndarray]]]:
+def _server_aggregate(
+    payload: dict[str, dict[str, np.ndarray]], s: Structure, n_k: np.ndarray, n_layers: int
+) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, dict[str, np.ndarray]]]:
     """Per layer, per block: n-weighted averages of A and of B (separately, as FedIT; not of the product BA)."""
     clus: dict[str, dict[str, np.ndarray]] = {"A": {}, "B": {}}
     ext: dict[str, dict[str, np.ndarray]] = {"A": {}, "B": {}}
@@ -155,8 +169,9 @@ def _server_aggregate(payload: dict[str, dict[str, np.ndarray]], s: Structure, n
                 clus[m][key] = (w_c @ flat).reshape(x.shape).astype(np.float32)
                 ext[m][key] = (w_e @ flat).reshape(x.shape).astype(np.float32)
                 # a singleton block keeps its own expert exactly (no round trip through float64 sums)
-                single = np.array([np.sum(s.partitions[layer] == s.partitions[layer][k]) == 1
-                                   for k in range(x.shape[0])])
+                single = np.array(
+                    [np.sum(s.partitions[layer] == s.partitions[layer][k]) == 1 for k in range(x.shape[0])]
+                )
                 clus[m][key][single] = x[single]
     return clus, ext
 
@@ -165,13 +180,20 @@ def _evaluate(model: ClientModel, x: torch.Tensor, y: torch.Tensor, eval_batch: 
     correct = torch.zeros(model.n_clients)
     with torch.no_grad():
         for i in range(0, x.shape[1], eval_batch):
-            pred = model(x[:, i:i + eval_batch]).argmax(-1)
-            correct += (pred == y[:, i:i + eval_batch]).sum(1).float()
+            pred = model(x[:, i : i + eval_batch]).argmax(-1)
+            correct += (pred == y[:, i : i + eval_batch]).sum(1).float()
     return (correct / x.shape[1]).numpy()
 
 
-def simulate(strategy: Strategy, clients: Sequence[Client], rounds: int, rng: np.random.Generator, *,
-             backbone: Backbone, train: TrainConfig | None = None) -> FederatedRun:
+def simulate(
+    strategy: Strategy,
+    clients: Sequence[Client],
+    rounds: int,
+    rng: np.random.Generator,
+    *,
+    backbone: Backbone,
+    train: TrainConfig | None = None,
+) -> FederatedRun:
     """Run ``strategy`` for ``rounds`` rounds over ``clients`` on the frozen ``backbone``.
 
     Rounds 1..E_warm of a clustering strategy are purely local; at the end of round E_warm clients upload
@@ -196,8 +218,8 @@ def simulate(strategy: Strategy, clients: Sequence[Client], rounds: int, rng: np
     x_tr = torch.zeros((n, n_max, seq_len), dtype=torch.long)
     y_tr = torch.zeros((n, n_max), dtype=torch.long)
     for k, c in enumerate(clients):
-        x_tr[k, :c.n_train] = torch.as_tensor(c.x_train)
-        y_tr[k, :c.n_train] = torch.as_tensor(c.y_train)
+        x_tr[k, : c.n_train] = torch.as_tensor(c.x_train)
+        y_tr[k, : c.n_train] = torch.as_tensor(c.y_train)
     x_te = torch.stack([torch.as_tensor(c.x_test) for c in clients])
     y_te = torch.stack([torch.as_tensor(c.y_test) for c in clients])
     n_k_t = torch.as_tensor(n_k)
@@ -214,12 +236,19 @@ def simulate(strategy: Strategy, clients: Sequence[Client], rounds: int, rng: np
         _local_training(model, s, x_tr, y_tr, n_k_t, train, g_train)
         payload = _upload(model)
         end_warm = t + 1 == strategy.warmup_rounds
-        rebuild = (strategy.rebuild_every is not None and t + 1 > strategy.warmup_rounds
-                   and (t + 1 - strategy.warmup_rounds) % strategy.rebuild_every == 0)
+        rebuild = (
+            strategy.rebuild_every is not None
+            and t + 1 > strategy.warmup_rounds
+            and (t + 1 - strategy.warmup_rounds) % strategy.rebuild_every == 0
+        )
         if end_warm or rebuild:
             # the structure needs every client's B: this round's upload is the full cluster expert
-            B = [np.stack([np.concatenate([payload["B"][f"{layer}_{tt}"][k].ravel() for tt in TARGETS])
-                           for k in range(n)]) for layer in range(n_layers)]
+            B = [
+                np.stack(
+                    [np.concatenate([payload["B"][f"{layer}_{tt}"][k].ravel() for tt in TARGETS]) for k in range(n)]
+                )
+                for layer in range(n_layers)
+            ]
             bytes_up[t] += n_layers * floats_layer * BYTES_PER_FLOAT
             s = strategy.build(B)
             _apply_structure(model, s, strategy.theta_init, fresh=end_warm)
@@ -243,9 +272,19 @@ def simulate(strategy: Strategy, clients: Sequence[Client], rounds: int, rng: np
             accs.append(_evaluate(model, x_te, y_te, train.eval_batch))
             eval_rounds.append(t + 1)
     lambdas = np.stack([torch.sigmoid(th).detach().numpy() for th in model.theta])
-    state = {f"{m}.{k}": v.detach().numpy().copy() for m, d in (("A", model.A_c), ("B", model.B_c))
-             for k, v in d.items()}
+    state = {
+        f"{m}.{k}": v.detach().numpy().copy() for m, d in (("A", model.A_c), ("B", model.B_c)) for k, v in d.items()
+    }
     state.update({"head_w": model.head_w.detach().numpy().copy(), "head_b": model.head_b.detach().numpy().copy()})
-    return FederatedRun(strategy=strategy.name, eval_rounds=eval_rounds, acc=np.stack(accs), bytes_up=bytes_up,
-                        bytes_down=bytes_down, structure=s, lambdas=lambdas, tasks=[c.task for c in clients],
-                        sent_keys=sent, final_state=state)
+    return FederatedRun(
+        strategy=strategy.name,
+        eval_rounds=eval_rounds,
+        acc=np.stack(accs),
+        bytes_up=bytes_up,
+        bytes_down=bytes_down,
+        structure=s,
+        lambdas=lambdas,
+        tasks=[c.task for c in clients],
+        sent_keys=sent,
+        final_state=state,
+    )

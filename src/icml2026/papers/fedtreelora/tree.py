@@ -256,7 +256,8 @@ def select_flat_partition(distance: Any, tau: float = 0.25, method: str = "avera
     return tree.partition(best)
 
 
-def independent_layer_partitions(distances: Sequence[Any], tau: float = 0.25,
-                                 method: str = "average") -> list[np.ndarray]:
+def independent_layer_partitions(
+    distances: Sequence[Any], tau: float = 0.25, method: str = "average"
+) -> list[np.ndarray]:
     """Ablation "independent per-layer clustering": a separate tree and c per layer (no nesting, no window)."""
     return [select_flat_partition(d, tau=tau, method=method) for d in _check_distances(distances)]
