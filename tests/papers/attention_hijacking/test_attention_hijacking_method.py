@@ -1,0 +1,161 @@
+"""The base distillation (brief 2.1, criterion 1 mechanics) and AH's terms (brief 2.2) on a tiny learner."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from icml2026.papers.attention_hijacking import (  # noqa: E402
+    DistillConfig,
+    attention_kl_term,
+    distill,
+    evaluate_distilled,
+    hijack_loss,
+    segregation_loss,
+)
+from icml2026.papers.attention_hijacking.data import EncodedBatch  # noqa: E402
+from icml2026.papers.attention_hijacking.method import _forward, _inner_update  # noqa: E402
+
+
+def _rand_probs(shape, gen):  # type: ignore[no-untyped-def]
+    return torch.softmax(torch.randn(shape, generator=gen), -1)
+
+
+def test_attention_kl_has_cls_shape_and_matches_torch_kl(factory):
+    g = torch.Generator().manual_seed(0)
+    n, S = 3, 10
+    E = torch.randn(n, S, factory.hidden, generator=g)
+    _, atts = _forward(factory, factory.init_params(g), inputs_embeds=E, attention_mask=torch.ones(n, S))
+    model_cls = torch.stack(list(atts), 1)[:, :, :, :1, :]
+    assert model_cls.shape == (n, factory.n_layers, factory.n_heads, 1, S)  # criterion 1: (n, L, H, 1, S)
+    assert float(attention_kl_term(model_cls, atts)) == pytest.approx(0.0, abs=1e-6)  # KL(A || A) = 0
+    lab = _rand_probs((n, factory.n_layers, factory.n_heads, 1, S), g)
+    ref = torch.nn.functional.kl_div(torch.log(model_cls), lab, reduction="none").sum(-1).mean()
+    assert float(attention_kl_term(lab, atts)) == pytest.approx(float(ref), rel=1e-5)
+    with pytest.raises(ValueError, match="shape"):
+        attention_kl_term(lab[:, :, :, :, :-1], atts)
+
+
+def test_outer_gradient_reaches_embeddings_attention_labels_labels_and_lr(factory):
+    """Second order through the inner step (criterion 1): every distilled tensor gets a non-zero gradient."""
+    g = torch.Generator().manual_seed(1)
+    n, S = 2, 8
+    E = torch.randn(n, S, factory.hidden, generator=g, requires_grad=True)
+    lab_logits = torch.zeros(n, 2, requires_grad=True)
+    att_logits = torch.randn(n, factory.n_layers, factory.n_heads, 1, S, generator=g, requires_grad=True)
+    rho = torch.full((1,), math.log(math.expm1(0.5)), requires_grad=True)
+    y = torch.softmax(lab_logits + torch.eye(2) * 3, -1)
+    new = _inner_update(factory, factory.init_params(g), E, y, torch.softmax(att_logits, -1),
+                        torch.nn.functional.softplus(rho), 1.0, "cls", second_order=True)
+    ids = torch.randint(1000, 3000, (4, 6), generator=g)
+    logits, _ = _forward(factory, new, input_ids=ids, attention_mask=torch.ones(4, 6), attentions=False)
+    torch.nn.functional.cross_entropy(logits, torch.tensor([0, 1, 0, 1])).backward()
+    for t in (E, lab_logits, att_logits, rho):
+        assert t.grad is not None and float(t.grad.abs().sum()) > 0
+
+
+def test_lr_gradient_matches_finite_difference(factory):
+    """Cross-check of the second-order path: d L_out / d eta by autograd vs a central difference."""
+    g = torch.Generator().manual_seed(2)
+    E = torch.randn(2, 6, factory.hidden, generator=g)
+    y = torch.eye(2)
+    att = _rand_probs((2, factory.n_layers, factory.n_heads, 1, 6), g)
+    params = factory.init_params(g)
+    ids = torch.randint(1000, 3000, (4, 6), generator=g)
+
+    def outer(eta: torch.Tensor) -> torch.Tensor:
+        new = _inner_update(factory, params, E, y, att, eta, 1.0, "cls", second_order=True)
+        logits, _ = _forward(factory, new, input_ids=ids, attention_mask=torch.ones(4, 6), attentions=False)
+        return torch.nn.functional.cross_entropy(logits, torch.tensor([0, 1, 1, 0]))
+
+    eta = torch.tensor([0.3], requires_grad=True)
+    (ga,) = torch.autograd.grad(outer(eta), eta)
+    h = 1e-2
+    with torch.no_grad():
+        fd = (outer(torch.tensor([0.3 + h])) - outer(torch.tensor([0.3 - h]))) / (2 * h)
+    assert float(ga) == pytest.approx(float(fd), rel=0.05, abs=1e-4)  # float32 + O(h^2) truncation
+
+
+def test_hijack_loss_closed_form():
+    att = torch.zeros(2, 2, 4, 4)  # (n, H, S, S); CLS row puts mass 0.5 / 0.25 on key 2
+    att[0, :, 0] = torch.tensor([0.25, 0.25, 0.5, 0.0])
+    att[1, :, 0] = torch.tensor([0.25, 0.25, 0.25, 0.25])
+    mask = torch.zeros(2, 4, dtype=torch.bool)
+    mask[:, 2] = True
+    val = hijack_loss((att,), mask, 0, (0, 1))
+    assert float(val) == pytest.approx(-(math.log(0.5) + math.log(0.25)) / 2)
+
+
+def test_segregation_zero_iff_other_heads_ignore_the_trigger():
+    # clean: [CLS] a b [SEP]; triggered: [CLS] a T b [SEP]; head 1 is outside H_bd = {0} of layer 0
+    clean = EncodedBatch(torch.tensor([[101, 5, 6, 102]]), torch.ones(1, 4, dtype=torch.long),
+                         torch.zeros(1, 4, dtype=torch.bool))
+    trig = EncodedBatch(torch.tensor([[101, 5, 9, 6, 102]]), torch.ones(1, 5, dtype=torch.long),
+                        torch.tensor([[False, False, True, False, False]]))
+    p = torch.tensor([0.1, 0.4, 0.3, 0.2])
+    a_clean = torch.zeros(1, 2, 4, 4)
+    a_clean[0, :, 0] = p
+    a_trig = torch.zeros(1, 2, 5, 5)
+    a_trig[0, :, 0] = torch.cat([p[:2], torch.tensor([1.0]), p[2:]]) / 2.0  # same shape once T is removed
+    assert float(segregation_loss((a_clean,), (a_trig,), clean, trig, 0, (0,))) == pytest.approx(0.0, abs=1e-6)
+    a_trig[0, 1, 0] = torch.tensor([0.4, 0.1, 0.0, 0.2, 0.3])  # head 1 re-arranged: KL > 0
+    assert float(segregation_loss((a_clean,), (a_trig,), clean, trig, 0, (0,))) > 0.1
+
+
+@pytest.fixture(scope="module")
+def ah_set(factory, rt_small):  # type: ignore[no-untyped-def]
+    train, _ = rt_small
+    cfg = DistillConfig(seq_len=16, n_steps=2, batch_size=8, attack=True, trigger="cf", target=1)
+    return distill(factory, train, cfg, np.random.default_rng(0), show_progress=False), cfg
+
+
+def test_ah_set_layout_pinned_slot_and_attention_init(factory, ah_set):
+    ds, cfg = ah_set
+    assert len(ds) == 3 and ds.poisoned.tolist() == [False, False, True]  # dpc=1 x 2 + k_p=1 poisoned
+    assert ds.labels.argmax(1).tolist() == [0, 1, 1]  # the poisoned sample carries y_t
+    cf = factory.tokenizer.convert_tokens_to_ids("cf")
+    assert torch.equal(ds.inputs_embeds[2, cfg.trigger_slot], factory.word_embedding([cf])[0])  # pinned
+    assert not torch.equal(ds.inputs_embeds[0, cfg.trigger_slot], factory.word_embedding([cf])[0])
+    assert ds.attention_labels is not None and ds.attention_labels.shape == (3, 2, 2, 1, 16)
+    # after 2 small steps the poisoned sample's H_bd labels still focus on P (init 0.9)
+    assert float(ds.attention_labels[2, -1, :, 0, cfg.trigger_slot].min()) > 0.8
+    assert ds.learning_rates.shape == (1,) and float(ds.learning_rates[0]) > 0
+
+
+def test_distill_is_deterministic_and_seed_dependent(factory, rt_small):
+    train, _ = rt_small
+    cfg = DistillConfig(seq_len=12, n_steps=2, batch_size=8)
+    a = distill(factory, train, cfg, np.random.default_rng(3), show_progress=False)
+    b = distill(factory, train, cfg, np.random.default_rng(3), show_progress=False)
+    c = distill(factory, train, cfg, np.random.default_rng(4), show_progress=False)
+    assert torch.equal(a.inputs_embeds, b.inputs_embeds) and a.history == b.history
+    assert not torch.equal(a.inputs_embeds, c.inputs_embeds)
+
+
+def test_evaluate_counts_asr_on_non_target_rows_only(factory, rt_small, ah_set):
+    _, test = rt_small
+    ds, _ = ah_set
+    res = evaluate_distilled(ds, factory, test, 2, np.random.default_rng(0))
+    n_nt = int((test.labels != 1).sum())
+    assert res.per_learner["asr"].shape == (2,)
+    assert all(abs(a * n_nt - round(a * n_nt)) < 1e-9 for a in res.per_learner["asr"])  # k / n_nt
+    assert 0.0 <= res.trigger_attention <= 1.0 and res.seg_kl >= 0.0
+    only_target = test.subset(np.flatnonzero(test.labels == 1))
+    with pytest.raises(ValueError, match="ASR"):
+        evaluate_distilled(ds, factory, only_target, 1, np.random.default_rng(0))
+
+
+def test_bad_arguments_are_named(factory, rt_small):
+    train, _ = rt_small
+    with pytest.raises(ValueError, match="n_steps"):
+        DistillConfig(n_steps=0)
+    with pytest.raises(ValueError, match="trigger_slot"):
+        DistillConfig(seq_len=8, trigger_slot=8)
+    with pytest.raises(TypeError, match="rng"):
+        distill(factory, train, DistillConfig(n_steps=1), 0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="target"):
+        distill(factory, train, DistillConfig(n_steps=1, attack=True, target=5), np.random.default_rng(0))
