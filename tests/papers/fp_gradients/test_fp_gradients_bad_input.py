@@ -41,16 +41,32 @@ def small():
         (lambda: F.point_scales(np.array([], dtype=F32)), "xs"),
         (lambda: F.point_scales(np.zeros((2, 2), dtype=F32)), "xs"),
         (lambda: F.point_scales(np.array([NAN, 1.0], dtype=F32)), "xs"),
-        (lambda: F.construct_fixed_order(np.array([NAN, 1.0], F32), np.zeros(2, F32), np.zeros(2, F32),
-                                         "identity", 1.0), "xs"),
-        (lambda: F.construct_fixed_order(np.zeros(2, F32), np.zeros(1, F32), np.zeros(2, F32), "identity", 1.0),
-         "same length"),
-        (lambda: F.construct_fixed_order(np.zeros(2, F32), np.zeros(2, F32), np.zeros(2, F32), "identity", NAN),
-         "delta"),
-        (lambda: F.sobolev_fit(np.array([NAN, 1.0], F32), np.zeros(2, F32), np.zeros(2, F32), "identity",
-                               torch.Generator()), "xs"),
-        (lambda: F.sobolev_fit(np.zeros(2, F32), np.zeros(2, F32), np.zeros(2, F32), "identity",
-                               torch.Generator(), steps=0), "steps"),
+        (
+            lambda: F.construct_fixed_order(
+                np.array([NAN, 1.0], F32), np.zeros(2, F32), np.zeros(2, F32), "identity", 1.0
+            ),
+            "xs",
+        ),
+        (
+            lambda: F.construct_fixed_order(np.zeros(2, F32), np.zeros(1, F32), np.zeros(2, F32), "identity", 1.0),
+            "same length",
+        ),
+        (
+            lambda: F.construct_fixed_order(np.zeros(2, F32), np.zeros(2, F32), np.zeros(2, F32), "identity", NAN),
+            "delta",
+        ),
+        (
+            lambda: F.sobolev_fit(
+                np.array([NAN, 1.0], F32), np.zeros(2, F32), np.zeros(2, F32), "identity", torch.Generator()
+            ),
+            "xs",
+        ),
+        (
+            lambda: F.sobolev_fit(
+                np.zeros(2, F32), np.zeros(2, F32), np.zeros(2, F32), "identity", torch.Generator(), steps=0
+            ),
+            "steps",
+        ),
     ],
 )
 def test_functions_refuse_bad_input(call, match) -> None:
@@ -74,8 +90,13 @@ def test_verification_refuses_nan_and_empty_points(small) -> None:
 @pytest.mark.parametrize("value", [0, -1, 10**9, NAN, INF, "x"])
 @pytest.mark.parametrize(
     "cfg, field",
-    [(OrderConfig(), "k"), (OrderConfig(), "n_random_orders"), (ExactConfig(), "delta_log2"),
-     (ExactConfig(), "figure_points"), (SolverConfig(), "n_pairs")],
+    [
+        (OrderConfig(), "k"),
+        (OrderConfig(), "n_random_orders"),
+        (ExactConfig(), "delta_log2"),
+        (ExactConfig(), "figure_points"),
+        (SolverConfig(), "n_pairs"),
+    ],
 )
 def test_configs_refuse_nonsense(cfg, field, value) -> None:
     if field == "n_random_orders" and value == 0:

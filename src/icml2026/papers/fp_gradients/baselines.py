@@ -57,11 +57,7 @@ def construct_fixed_order(
         raise ValueError(f"delta must be a power of two, got {delta!r}")
     q = xs.astype(np.float64) / (delta / 4)
     srt = np.sort(xs.astype(np.float64))
-    if (
-        np.any(q != np.round(q))
-        or (k > 1 and np.min(np.diff(srt)) < delta)
-        or np.max(np.abs(xs)) > 2**20 * delta
-    ):
+    if np.any(q != np.round(q)) or (k > 1 and np.min(np.diff(srt)) < delta) or np.max(np.abs(xs)) > 2**20 * delta:
         raise ValueError("xs must be multiples of delta/4, at least delta apart, within 2^20 delta")
     sigma = 4.0 / delta
     rho = phi_seeds(phi, g)

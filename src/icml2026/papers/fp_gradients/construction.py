@@ -26,7 +26,7 @@ gain layers make z P as small as that requires.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from itertools import permutations
 
@@ -95,6 +95,17 @@ class PointPlan:
     z: float
     w: float
     gain: int
+    # Vp's slope is sigma_k 2^-vp_shift and Q's weight on Vp is mu 2^vp_shift (same product): the
+    # last backward product then scales *down*, so subnormal targets h keep all their bits (issue 27).
+    vp_shift: int = 0
+    # Value of the second value chain R that supplies the cancellation constants c_i, c_G (R_0 =
+    # ReLU(lam_c - lam_c U0 - lam_c V0), R_i = ReLU(R_{i-1})); None: they come from the S chain.  A
+    # separate R chain is used when lam > 1 (rho g beyond 2^100), so that c = C / lam_c stays exact.
+    lam_c: float | None = None
+
+    @property
+    def const_scale(self) -> float:
+        return self.lam if self.lam_c is None else self.lam_c
 
 
 @dataclass(frozen=True)
@@ -125,6 +136,11 @@ class Construction:
     plans: list[PointPlan]
     n_chain: int
     layers: list[SparseLayer] = field(repr=False)
+
+    @property
+    def split_value(self) -> bool:
+        """True when the layout holds the second value chain R (3 units per point per chain layer)."""
+        return any(p.lam_c is not None for p in self.plans)
 
     @property
     def widths(self) -> list[int]:
@@ -173,6 +189,8 @@ def _robust_sum(products: list[tuple[float, float]], bias: float = 0.0) -> float
         If two evaluations differ (the sum is order- or FMA-dependent) or more than 3 terms are non-zero.
     """
     items: list[tuple[Dyadic, float]] = []  # (exact value, its float32 rounding)
+    if not all(math.isfinite(u) and math.isfinite(v) for u, v in products) or not math.isfinite(bias):
+        raise _PlanFailure("a forward value overflows")
     for u, v in products:
         p = dyadic_mul(dyadic(u), dyadic(v))
         if p[0] != 0:
@@ -202,6 +220,8 @@ def _robust_sum(products: list[tuple[float, float]], bias: float = 0.0) -> float
 
 def _single(u: float, v: float) -> float:
     """A sum with a single non-zero product: fl(u v) in every order (FMA with a zero accumulator too)."""
+    if not (math.isfinite(u) and math.isfinite(v)):
+        raise _PlanFailure(f"a value or delta overflows to {u * v!r}")
     return round_dyadic_f32(dyadic_mul(dyadic(u), dyadic(v)))
 
 
@@ -248,6 +268,13 @@ def point_scales(xs: np.ndarray) -> np.ndarray:
             while Fraction(2) ** delta_log2 > true_gap:
                 delta_log2 -= 1
         sigma_log2 = 2 - delta_log2
+        if not -149 <= sigma_log2 <= 127:
+            bad.append(
+                f"x[{i}]={x!r} (nearest neighbour at {gaps[i]:.3g}): sigma_k = 4/Delta_k = 2^{sigma_log2} "
+                "is not a float32 (points closer than 2^-125 or farther apart than 2^151 cannot be "
+                "localised by one first-layer weight)"
+            )
+            continue
         sx = _f(x) * Fraction(2) ** sigma_log2
         if not is_f32_exact(sx) or not is_f32_exact(sx + 1) or not is_f32_exact(sx - 1):
             bad.append(
@@ -311,6 +338,7 @@ def _mid(lo: float, hi: float) -> int:
 def _plan_value_only(x: float, g: float, h: float, rho: float, sl: int, n: int) -> PointPlan:
     lam = _value_scale(rho, g)
     return PointPlan(
+        lam_c=None if lam == 1 else 1.0,
         x=x,
         g=g,
         h=h,
@@ -335,7 +363,7 @@ def _value_scale(rho: float, w_total: float) -> float:
     if w_total == 0 or rho == 0:
         return 1.0
     e = math.ceil(math.log2(abs(rho)) + math.log2(abs(w_total))) - 100
-    return pow2(max(0, min(e, 100)))
+    return pow2(max(0, min(e, 126)))  # S values lam <= 2^126 stay finite
 
 
 def _exact_div(u: float, lam: float) -> float:
@@ -361,14 +389,22 @@ def _plan_point(
     c = hl - sl - jq - sum_g  # = log2|a v_n| + log2|d| (d = fl(rho z))
     # Every magnitude below must stay a normal float32: log2 in [-_RANGE, _RANGE].
     r = _RANGE
-    dl = _mid(max(c - r, rl - r, -r), min(c + r, rl + r, r)) + shift  # d; then A = a v_n = 2^(c - dl), z
-    vn = _mid(max(c - r, c - dl - r, -r), min(c + r, c - dl + r, r))  # v_n; then T = 2^(c - vn), a
+    # The value scale lam of the output's value unit is fixed from g (w_total is g up to a factor 2);
+    # when it is > 1 the cancellation constants come from a second value chain of value lam_c = 1, so
+    # that c = C / lam_c stays exact (0.5 y^2 with |g| >= 2^50 failed before: issue 27).
+    lam = _value_scale(rho, g)
+    lam_c = None if lam == 1 else 1.0
+    lc = lam if lam_c is None else lam_c
+    vfloor = -r
+    # z = d / rho may be subnormal (down to 2^-145) when rho is huge and h tiny
+    dl = _mid(max(c - r, rl - 145, -r), min(c + r, rl + r, r)) + shift  # d; then A = a v_n = 2^(c - dl), z
+    vn = _mid(max(c - r, c - dl - r, vfloor), min(c + r, c - dl + r, r))  # v_n; then T = 2^(c - vn), a
     if n == 0:
         v0 = vn
         if not -r <= hl - sl - jq - v0 <= r:
             raise _PlanFailure("reverse-pass magnitude out of range with no chain layers")
     else:
-        v0 = _mid(max(hl - sl - jq - r, -r), min(hl - sl - jq + r, r - jq))  # delta at Q in range
+        v0 = _mid(max(hl - sl - jq - r, vfloor), min(hl - sl - jq + r, r - jq))  # delta at Q in range
     vs = [v0 + round((vn - v0) * i / n) for i in range(n + 1)] if n else [v0]
     betas_l = [vs[i] - vs[i - 1] + gains[i - 1] for i in range(1, n + 1)]
     sb = vn + jq + sum_g
@@ -392,9 +428,8 @@ def _plan_point(
         if abs(zp) > bound:
             raise _PlanFailure("z * P too large to be absorbed")
         w_total = g
-    lam = _value_scale(rho, w_total)
     c_chain = tuple(
-        _exact_div(float(Fraction(2) ** vs[i] - Fraction(2) ** (vs[i - 1] + betas_l[i - 1])), lam)
+        _exact_div(float(Fraction(2) ** vs[i] - Fraction(2) ** (vs[i - 1] + betas_l[i - 1])), lc)
         for i in range(1, n + 1)
     )
     if not is_f32_exact(cg_total):
@@ -412,11 +447,23 @@ def _plan_point(
         beta=tuple(pow2(b) for b in betas_l),
         c_chain=c_chain,
         a=a,
-        c_g=_exact_div(float(cg_total), lam),
+        c_g=_exact_div(float(cg_total), lc),
         z=z,
         w=_exact_div(w_total, lam),
         gain=gain,
+        vp_shift=_vp_shift(h, sl),
+        lam_c=lam_c,
     )
+
+
+def _vp_shift(h: float, sl: int) -> int:
+    """m such that the delta at Vp, h 2^(m - sl), is a normal finite float32 (D = fl(s_p delta) = h exactly).
+
+    m > 0 for tiny h (the last product scales down, keeping a subnormal h's low bits), m < 0 for huge h
+    on isolated points (sigma_k < 1 would otherwise push the delta past the float32 maximum); else 0.
+    """
+    hl = floor_log2(h)
+    return min(max(0, sl - hl - 125), sl - hl + 120)
 
 
 def _find_compensation(zp: Fraction, g: float) -> float:
@@ -435,6 +482,23 @@ def _find_compensation(zp: Fraction, g: float) -> float:
     raise _PlanFailure("no output weight w gives fl(zP + w) == g")
 
 
+def _vp_weights(plan: PointPlan) -> tuple[float, float, float, float]:
+    """(slope s_p, value c_p at x_k, Q's weight mu_v, bias) of Vp = ReLU(s_p (x_k - x) + c_p).
+
+    s_p = sigma_k 2^-m and c_p = 2^-m (m = ``vp_shift``), so the bias is 2^-m (sigma_k x_k + 1) and
+    Q = ReLU(mu (1 + 2^-jq) - mu_v Vp - mu U0) with mu_v = mu 2^m keeps value and slope of the m = 0 net.
+    """
+    m = plan.vp_shift
+    s_p = pow2(plan.sigma_log2 - m)
+    c_p = pow2(-m)
+    mu_v = float(_f(plan.mu) * Fraction(2) ** m)
+    b_exact = (_f(pow2(plan.sigma_log2)) * _f(plan.x) + 1) * Fraction(2) ** -m
+    for name, q in (("Vp slope", _f(s_p)), ("Vp bias", b_exact), ("Q's weight on Vp", _f(mu_v))):
+        if q != 0 and (not is_f32_exact(q) or abs(q) < Fraction(2) ** -149):
+            raise _PlanFailure(f"{name} {float(q):.3g} is not a float32 value")
+    return s_p, c_p, mu_v, float(b_exact)
+
+
 def simulate_point(plan: PointPlan) -> tuple[float, float]:
     """Forward value and AD gradient of the network at x_k, proved order/FMA-independent.
 
@@ -445,22 +509,24 @@ def simulate_point(plan: PointPlan) -> tuple[float, float]:
     s = pow2(plan.sigma_log2)
     x = plan.x
     sx = float(_f(s) * _f(x))
+    s_p, c_p, mu_v, b_vp = _vp_weights(plan)
     pre_u0 = _robust_sum([(s, x)], -sx)
     pre_v0 = _robust_sum([(-s, x)], sx)
-    pre_vp = _robust_sum([(-s, x)], float(_f(sx) + 1))
-    if pre_u0 != 0 or pre_v0 != 0 or pre_vp != 1:
+    pre_vp = _robust_sum([(-s_p, x)], b_vp)
+    if pre_u0 != 0 or pre_v0 != 0 or pre_vp != c_p:
         raise _PlanFailure("first-layer kinks are not exact at x_k")
-    u0, v0, vp = 0.0, 0.0, 1.0
-    lam, mu = plan.lam, plan.mu
+    u0, v0, vp = 0.0, 0.0, c_p
+    lam, mu, lc = plan.lam, plan.mu, plan.const_scale
     pre_s = _robust_sum([(-lam, u0), (-lam, v0)], lam)
-    pre_q = _robust_sum([(-mu, u0), (-mu, vp)], float(_f(mu) * (1 + Fraction(2) ** -plan.jq)))
-    sv, xv = max(pre_s, 0.0), max(pre_q, 0.0)
+    pre_r = _robust_sum([(-lc, u0), (-lc, v0)], lc)
+    pre_q = _robust_sum([(-mu, u0), (-mu_v, vp)], float(_f(mu) * (1 + Fraction(2) ** -plan.jq)))
+    sv, rv, xv = max(pre_s, 0.0), max(pre_r, 0.0), max(pre_q, 0.0)
     pres_x = [pre_q]
     for beta, c in zip(plan.beta, plan.c_chain, strict=True):
-        pre_x = _robust_sum([(c, sv), (beta, xv)])
-        sv, xv = max(_single(1.0, sv), 0.0), max(pre_x, 0.0)
+        pre_x = _robust_sum([(c, rv), (beta, xv)])
+        sv, rv, xv = max(_single(1.0, sv), 0.0), max(_single(1.0, rv), 0.0), max(pre_x, 0.0)
         pres_x.append(pre_x)
-    pre_g = _robust_sum([(plan.c_g, sv), (plan.a, xv)])
+    pre_g = _robust_sum([(plan.c_g, rv), (plan.a, xv)])
     gv = max(pre_g, 0.0)
     y = _robust_sum([(plan.w, sv), (plan.z, gv)])
     # ---- reverse pass, seed rho (every sum below that reaches dx has one non-zero term)
@@ -468,16 +534,18 @@ def simulate_point(plan: PointPlan) -> tuple[float, float]:
     d_g = _single(rho, plan.z) if pre_g > 0 else 0.0
     d_sf = _single(rho, plan.w) if sv > 0 else 0.0
     d_x = _single(plan.a, d_g)
-    bound_s = _bound((plan.c_g, d_g), (1.0, d_sf))
+    # bound on the deltas of the value chain(s): S carries d_sf alone when R is separate
+    bound_s = _bound((plan.c_g, d_g), (1.0, d_sf)) if plan.lam_c is None else _bound((plan.c_g, d_g))
+    bound_s = max(bound_s, abs(d_sf))
     for beta, c, pre_x in zip(reversed(plan.beta), reversed(plan.c_chain), reversed(pres_x[1:]), strict=True):
         d_pre = d_x if pre_x > 0 else 0.0
         bound_s = _bound((c, d_pre), (1.0, bound_s))
         d_x = _single(beta, d_pre)
     d_q = d_x if pres_x[0] > 0 else 0.0
-    d_vp = _single(-mu, d_q)
+    d_vp = _single(-mu_v, d_q)
     # (The deltas reaching U0 and V0 may overflow: those units sit exactly at their kink, and ReLU's
     # backward masks them with `where`, so even an infinite delta contributes 0.)
-    dx = _single(-s, d_vp)
+    dx = _single(-s_p, d_vp)
     if max(bound_s, abs(d_vp)) > F32_MAX / 2 or not math.isfinite(dx):
         raise _PlanFailure("reverse pass would overflow")
     return y, dx
@@ -508,9 +576,7 @@ def _validate(xs: np.ndarray, values: np.ndarray, grads: np.ndarray, dtype: str)
         out.append(a32)
     xs32, g32, h32 = out
     if not (xs32.size == g32.size == h32.size):
-        raise ValueError(
-            f"xs, values and grads need one entry per point, got {xs32.size}, {g32.size}, {h32.size}"
-        )
+        raise ValueError(f"xs, values and grads need one entry per point, got {xs32.size}, {g32.size}, {h32.size}")
     if xs32.size == 0:
         raise ValueError("at least one point is needed")
     srt = np.sort(xs32.astype(np.float64))
@@ -566,52 +632,63 @@ def build_construction(
             cands.append([])
         else:
             cands.append(_gain_candidates(float(g32[k]), float(h32[k]), float(rho[k]), int(sls[k])))
-    n = max([_layers_for_gain(c[0][1]) for c in cands if c] + [0])
-    while True:
-        plans, failures = _plan_all(xs32, g32, h32, rho, sls, cands, n)
-        if not failures:
-            break
-        if n >= _MAX_CHAIN:
-            more = f" (and {len(failures) - 5} more)" if len(failures) > 5 else ""
-            raise ConstructionError("no exact plan found for " + "; ".join(failures[:5]) + more)
-        n += 1
+    plans, failures = _plan_all(xs32, g32, h32, rho, sls, cands)
+    if failures:
+        more = f" (and {len(failures) - 5} more)" if len(failures) > 5 else ""
+        raise ConstructionError("no exact plan found for " + "; ".join(failures[:5]) + more)
+    n = max([len(p.beta) for p in plans] + [0])
+    plans = [_pad(p, n) for p in plans]
     return Construction(plans=plans, n_chain=n, layers=_assemble(plans, n))
 
 
-def _plan_all(xs32, g32, h32, rho, sls, cands, n):  # type: ignore[no-untyped-def]
+def _pad(plan: PointPlan, n: int) -> PointPlan:
+    """The plan with identity gain layers appended (beta = 1, c = 0: X_i = ReLU(X_{i-1}), exact)."""
+    extra = n - len(plan.beta)
+    if extra == 0:
+        return plan
+    padded = replace(plan, beta=plan.beta + (1.0,) * extra, c_chain=plan.c_chain + (0.0,) * extra)
+    if simulate_point(padded) != simulate_point(plan):  # cannot differ: identity layers are exact
+        raise AssertionError("padding changed a point's value or gradient")
+    return padded
+
+
+def _plan_all(xs32, g32, h32, rho, sls, cands):  # type: ignore[no-untyped-def]
+    """Plan every point with the fewest gain layers that work for it (a network pads the others)."""
     plans: list[PointPlan] = []
     failures: list[str] = []
     for k in range(xs32.size):
         x, g, h, r, sl = float(xs32[k]), float(g32[k]), float(h32[k]), float(rho[k]), int(sls[k])
         plan, reasons = None, []
-        options = (
-            [("value_only", 0, False, 0)]
-            if h == 0
-            else [
+        if h == 0:
+            n_range: range = range(0, 1)
+            options = [("value_only", 0, False, 0)]
+        else:
+            n_range = range(min(_layers_for_gain(cands[k][0][1]), _MAX_CHAIN), _MAX_CHAIN + 1)
+            options = [
                 (regime, gain, flip, shift)
                 for regime, gain in cands[k]
                 for shift in (0, -12, 12, -4, 4)
                 for flip in (False, True)
             ]
-        )
-        for regime, gain, flip, shift in options:
-            try:
-                if regime == "value_only":
-                    cand = _plan_value_only(x, g, h, r, sl, n)
-                else:
-                    cand = _plan_point(x, g, h, r, sl, n, regime, gain, flip, shift)
-                y, dx = simulate_point(cand)
-            except (_PlanFailure, ValueError) as exc:
-                reasons.append(str(exc))
-                continue
-            if y == g and dx == h:
-                plan = cand
+        for n in n_range:
+            for regime, gain, flip, shift in options:
+                try:
+                    if regime == "value_only":
+                        cand = _plan_value_only(x, g, h, r, sl, n)
+                    else:
+                        cand = _plan_point(x, g, h, r, sl, n, regime, gain, flip, shift)
+                    y, dx = simulate_point(cand)
+                except (_PlanFailure, ValueError) as exc:
+                    reasons.append(str(exc))
+                    continue
+                if y == g and dx == h:
+                    plan = cand
+                    break
+                reasons.append(f"simulation gave f={y!r}, D={dx!r}")
+            if plan is not None:
                 break
-            reasons.append(f"simulation gave f={y!r}, D={dx!r}")
         if plan is None:
-            failures.append(
-                f"point {k} (x={x!r}, g={g!r}, h={h!r}, seed={r!r}): {reasons[-1] if reasons else ''}"
-            )
+            failures.append(f"point {k} (x={x!r}, g={g!r}, h={h!r}, seed={r!r}): {reasons[-1] if reasons else ''}")
         else:
             plans.append(plan)
     return plans, failures
@@ -624,40 +701,74 @@ def _assemble(plans: list[PointPlan], n: int) -> list[SparseLayer]:
     sig = np.array([pow2(p.sigma_log2) for p in plans])
     x = np.array([p.x for p in plans])
     sx = sig * x  # exact (power-of-two scaling checked in point_scales)
+    vpw = np.array([_vp_weights(p) for p in plans]).reshape(-1, 4)
     layers = []
     # layer 1: U0, V0, Vp
     rows = np.stack([3 * idx, 3 * idx + 1, 3 * idx + 2], 1).reshape(-1)
-    vals = np.stack([sig, -sig, -sig], 1).reshape(-1)
-    bias = np.stack([-sx, sx, sx + 1], 1).reshape(-1)
+    vals = np.stack([sig, -sig, -vpw[:, 0]], 1).reshape(-1)
+    bias = np.stack([-sx, sx, vpw[:, 3]], 1).reshape(-1)
     layers.append(_sparse(rows, np.zeros_like(rows), vals, bias, 1, True))
-    # layer 2: S0, Q
+    # layer 2: S0, (R0,) Q -- blocks of b units per point: S at 0, R at 1 (split layout), X/Q at b - 1
+    split = any(p.lam_c is not None for p in plans)
+    b = 3 if split else 2
     lam = np.array([p.lam for p in plans])
+    lc = np.array([p.const_scale for p in plans])
     mu = np.array([p.mu for p in plans])
     jq = np.array([p.jq for p in plans])
-    rows = np.stack([2 * idx, 2 * idx, 2 * idx + 1, 2 * idx + 1], 1).reshape(-1)
-    cols = np.stack([3 * idx, 3 * idx + 1, 3 * idx, 3 * idx + 2], 1).reshape(-1)
-    vals = np.stack([-lam, -lam, -mu, -mu], 1).reshape(-1)
-    bias = np.stack([lam, mu * (1 + np.ldexp(1.0, -jq))], 1).reshape(-1)
-    layers.append(_sparse(rows, cols, vals, bias, 3 * k_pts, True))
-    # chain layers and the last hidden layer: S <- S ; X <- (c * S, beta * X)
-    rows = np.stack([2 * idx, 2 * idx + 1, 2 * idx + 1], 1).reshape(-1)
-    cols = np.stack([2 * idx, 2 * idx, 2 * idx + 1], 1).reshape(-1)
-    zeros = np.zeros(2 * k_pts)
-    for i in range(n + 1):
-        if i < n:
-            c = np.array([p.c_chain[i] for p in plans])
-            b = np.array([p.beta[i] for p in plans])
-        else:
-            c = np.array([p.c_g for p in plans])
-            b = np.array([p.a for p in plans])
-        vals = np.stack([np.ones(k_pts), c, b], 1).reshape(-1)
-        layers.append(_sparse(rows, cols, vals, zeros, 2 * k_pts, True))
+    ones = np.ones(k_pts)
+    rows_l, cols_l, vals_l = [b * idx, b * idx, b * idx + b - 1, b * idx + b - 1], [], []
+    cols_l = [3 * idx, 3 * idx + 1, 3 * idx, 3 * idx + 2]
+    vals_l = [-lam, -lam, -mu, -vpw[:, 2]]
+    bias_l = [lam] + ([lc] if split else []) + [mu * (1 + np.ldexp(1.0, -jq))]
+    if split:
+        rows_l += [b * idx + 1, b * idx + 1]
+        cols_l += [3 * idx, 3 * idx + 1]
+        vals_l += [-lc, -lc]
+    layers.append(
+        _sparse(
+            np.concatenate(rows_l),
+            np.concatenate(cols_l),
+            np.concatenate(vals_l),
+            np.stack(bias_l, 1).reshape(-1),
+            3 * k_pts,
+            True,
+        )
+    )
+    # chain layers: S <- S ; (R <- R ;) X <- (c * R, beta * X)     (R is S in the single-chain layout)
+    r_col = b * idx + (1 if split else 0)
+    for i in range(n):
+        c = np.array([p.c_chain[i] for p in plans])
+        beta = np.array([p.beta[i] for p in plans])
+        rows_l = [b * idx, b * idx + b - 1, b * idx + b - 1] + ([b * idx + 1] if split else [])
+        cols_l = [b * idx, r_col, b * idx + b - 1] + ([b * idx + 1] if split else [])
+        vals_l = [ones, c, beta] + ([ones] if split else [])
+        layers.append(
+            _sparse(
+                np.concatenate(rows_l),
+                np.concatenate(cols_l),
+                np.concatenate(vals_l),
+                np.zeros(b * k_pts),
+                b * k_pts,
+                True,
+            )
+        )
+    # last hidden layer: SF <- S ; G <- (c_G * R, a * X)
+    c = np.array([p.c_g for p in plans])
+    a = np.array([p.a for p in plans])
+    layers.append(
+        _sparse(
+            np.concatenate([2 * idx, 2 * idx + 1, 2 * idx + 1]),
+            np.concatenate([b * idx, r_col, b * idx + b - 1]),
+            np.concatenate([ones, c, a]),
+            np.zeros(2 * k_pts),
+            b * k_pts,
+            True,
+        )
+    )
     # output: y = w SF + z G
     vals = np.stack([[p.w for p in plans], [p.z for p in plans]], 1).reshape(-1)
     layers.append(
-        _sparse(
-            np.zeros(2 * k_pts, dtype=np.int64), np.arange(2 * k_pts), vals, np.zeros(1), 2 * k_pts, False
-        )
+        _sparse(np.zeros(2 * k_pts, dtype=np.int64), np.arange(2 * k_pts), vals, np.zeros(1), 2 * k_pts, False)
     )
     return layers
 
@@ -669,7 +780,11 @@ def _sparse(rows, cols, vals, bias, n_in, relu) -> SparseLayer:  # type: ignore[
         np.array_equal(vals32.astype(np.float64), np.asarray(vals, dtype=np.float64))
         and np.array_equal(bias32.astype(np.float64), np.asarray(bias, dtype=np.float64))
     ):
-        raise AssertionError("a planned weight is not a float32 value")  # guarded by the planner
+        bad = np.flatnonzero(~np.isfinite(vals32) | (vals32.astype(np.float64) != np.asarray(vals, np.float64)))
+        raise ConstructionError(  # the planner checks every weight; this is a last guard, never an assert
+            f"a planned weight is not a finite float32 value (entry {int(bad[0]) if bad.size else '?'} of a "
+            "layer); the targets or inputs are outside the range the construction covers"
+        )
     keep = vals32 != 0
     order = np.lexsort((np.asarray(cols)[keep], np.asarray(rows)[keep]))
     return SparseLayer(

@@ -47,39 +47,56 @@ def _random_finite_floats(n: int, rng: np.random.Generator, max_abs: float) -> n
     return out[:n]
 
 
+#: log10 of the smallest subnormal and of the largest float32: h is drawn over the whole float32 range
+F32_LOG10_RANGE = (-45.0, 38.5)
+#: default bound on |g| per loss: 0.5 y^2 seeds rho = g, and rho * g must stay within what the value
+#: chain's scaling (lam <= 2^126) can keep finite next to the tiniest h; the other losses use all floats
+VALUE_MAX = {"half_square": 1e30}
+
+
 def random_targets(
     k: int,
     rng: np.random.Generator,
     phi: PhiLike,
     *,
     delta_log2: int = -6,
-    grad_log10_range: tuple[float, float] = (-20.0, 20.0),
+    grad_log10_range: tuple[float, float] = F32_LOG10_RANGE,
     zero_grad_fraction: float = 0.1,
+    value_max: float | None = None,
+    zero_unreachable: bool = True,
 ) -> Targets:
-    """Random targets with the brief's extremes (Acceptance 1-2).
+    """Random targets over the whole float32 range (Acceptance 1-2 of the brief; issue 27).
 
-    Values are random float32 bit patterns (so every exponent is equally likely), with |g| <= 1e18 for
-    "half_square" (so the seed g and rho * g stay finite) and <= 3e37 otherwise.  When k >= 5 the
-    specials g = 0, g = 1e-40 (subnormal), g = +-3e37 (+-1e18 for half_square) and one h = 0 are placed
-    at random positions.  Gradients have log10-uniform magnitudes in ``grad_log10_range`` and random
-    signs; a fraction is exactly 0.  Where the seed D^AD phi(g) is 0 (e.g. softplus at g = -3e37, or
-    0.5 y^2 at g = 0) the gradient target is set to 0, as Claim 1's conditions require.
+    Values are random float32 bit patterns (every exponent equally likely, subnormals included), with
+    |g| <= ``value_max`` (default: 1e30 for "half_square", the largest float32 otherwise).  When k >= 5
+    the specials g = 0, g = 1e-40 (subnormal), g = +-value_max (+-3e37 for the other losses) and one
+    h = 0 are placed at random positions.  Gradients have log10-uniform magnitudes in
+    ``grad_log10_range`` (default: 1e-45..3e38, subnormals included; values below the smallest
+    subnormal round to 0) and random signs; a fraction is exactly 0.  Where the seed D^AD phi(g) is 0
+    (softplus at g < -104, 0.5 y^2 at g = 0) the gradient is unreachable; with ``zero_unreachable``
+    it is set to 0, as Claim 1's conditions require (False keeps it, and `construct` must refuse).
     """
     k = positive_int(k, "k")
-    lo = finite_number(grad_log10_range[0], "grad_log10_range[0]", lo=-45.0, hi=38.0)
-    hi = finite_number(grad_log10_range[1], "grad_log10_range[1]", lo=lo, hi=38.0)  # float32 range
+    lo = finite_number(grad_log10_range[0], "grad_log10_range[0]", lo=-46.0, hi=38.6)
+    hi = finite_number(grad_log10_range[1], "grad_log10_range[1]", lo=lo, hi=38.6)  # float32 range
     zero_grad_fraction = finite_number(zero_grad_fraction, "zero_grad_fraction", lo=0.0, hi=1.0)
+    name = phi if isinstance(phi, str) else ""
+    big_default = VALUE_MAX.get(name, float(np.finfo(np.float32).max))
+    big = big_default if value_max is None else finite_number(value_max, "value_max", lo=0.0, hi=3.4e38)
     xs = grid_points(k, rng, delta_log2)
-    big = 1e18 if phi == "half_square" else 3e37
     g = _random_finite_floats(k, rng, big)
-    h = (rng.choice([-1.0, 1.0], size=k) * 10.0 ** rng.uniform(lo, hi, size=k)).astype(np.float32)
+    with np.errstate(over="ignore", under="ignore"):
+        mag = np.minimum(10.0 ** rng.uniform(lo, hi, size=k), float(np.finfo(np.float32).max))
+        h = (rng.choice([-1.0, 1.0], size=k) * mag).astype(np.float32)
     h[rng.random(k) < zero_grad_fraction] = 0
     if k >= 5:
         pos = rng.permutation(k)[:5]
-        g[pos[0]], g[pos[1]], g[pos[2]], g[pos[3]] = 0.0, np.float32(1e-40), big, -big
+        special = np.float32(min(big, 3e37))
+        g[pos[0]], g[pos[1]], g[pos[2]], g[pos[3]] = 0.0, np.float32(1e-40), special, -special
         h[pos[4]] = 0.0
-    rho = phi_seeds(phi, g)
-    h[rho == 0] = 0.0
+    if zero_unreachable:
+        rho = phi_seeds(phi, g)
+        h[rho == 0] = 0.0
     return Targets(xs=xs, values=g.astype(np.float32), grads=h)
 
 

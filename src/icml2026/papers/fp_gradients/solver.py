@@ -98,9 +98,7 @@ def solve_scaling(rho: float, target: float, *, prefer_exponent: int | None = No
     raise ValueError(f"no z, a found with fl(fl(rho z) a) == T for rho={float(r)!r}, T={float(t)!r}")
 
 
-def _try_exponents(
-    r: np.float32, t: np.float32, exps: np.ndarray, pow2_floor: float
-) -> ScalingSolution | None:
+def _try_exponents(r: np.float32, t: np.float32, exps: np.ndarray, pow2_floor: float) -> ScalingSolution | None:
     """Vectorised search over exponents ``exps`` (in order), mantissas and +-3 ulp neighbours."""
     with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
         guess = (_MANTISSAS[None, :] * np.ldexp(1.0, exps)[:, None] / float(r)).reshape(-1)
