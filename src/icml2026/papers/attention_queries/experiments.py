@@ -249,7 +249,8 @@ def _low_rank_recovery(cfg: LowRankConfig, rng: np.random.Generator) -> Outcome:
     # Total calls (retries included) against the (2r + 2) d budget; issue 28: subtracting the retries
     # first made the excess 0 by construction. Only the first round of the first row (_FIRST_ROUND pairs)
     # is asked without any scale information; every later round uses the adapted scale.
-    total_excess = max(row["queries"] - row["theory_2r_plus_2_d"] for row in rows)
+    # Allowance: each of those blind pairs and of the 8 r blind pairs of step (ii) retried twice, 16 (r + 1).
+    total_excess = max(row["queries"] - row["theory_2r_plus_2_d"] - 16 * (row["r"] + 1) for row in rows)
     rescale_fraction = sum(row["rescale_queries"] for row in rows) / sum(row["queries"] for row in rows)
     rank_errors = sum(row["rank_estimated"] != row["r"] for row in rows)
     err_ad = max(row["rel_err_A"] for row in rows)
@@ -336,9 +337,9 @@ def _low_rank_recovery(cfg: LowRankConfig, rng: np.random.Generator) -> Outcome:
             "cs_err_below_dof": err_below,
         },
         checks=[
-            # retries included; allowance: the 8 blind first-round pairs retried twice (fails on runaway
-            # retries such as issue 28's +68% of the budget)
-            Check("adaptive_max_excess_over_2r_plus_2_d", total_excess, "<= 16", paper="(2r+2)d queries"),
+            # retries included, minus the allowance 16 (r + 1) for the blind pilot pairs (fails on runaway
+            # retries such as issue 28's +68% of the budget, or the 15% this check found at d = 256, r = 1)
+            Check("adaptive_max_excess_over_2r_plus_2_d", total_excess, "<= 0", paper="(2r+2)d queries"),
             # r >= (d - 1) / 2: the adaptive method must not cost more than the exact one (issue 28: 1800 vs
             # 930 queries at d = 30, r = 29 before the fallback)
             Check("fallback_max_total_over_d2_plus_d", fb_ratio, "<= 1.05", paper="d^2 + d queries"),

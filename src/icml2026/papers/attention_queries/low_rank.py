@@ -237,17 +237,23 @@ def _adaptive(
         # |e_i^T A R_j| <~ ||A||_F / sqrt(d); aim for logits of order one to avoid rescale retries.
         frob_est = math.sqrt(d * float(np.mean(np.sum(rows**2, axis=1))))
         s0 = min(1.0, math.sqrt(2.0 / max(frob_est / math.sqrt(d), 1e-300)))
-        meas = measure_bilinear(
-            counter,
-            v,
-            np.repeat(np.eye(d), r, axis=0),
-            np.tile(Cr.T, (d, 1)),
-            scale=s0,
-            **kw,  # type: ignore[arg-type]
-        )
-        n_rescale += meas.n_rescale
+        # Two rounds as in step (i): the first _FIRST_ROUND rows i at s0 (a pilot), the rest at the scale
+        # that puts the pilot's largest |logit| at 2 (for a rank-1 head |e_i^T A R| ~ ||A||_F / sqrt(r) is
+        # much larger than the estimate above suggests, and the blind scale saturated ~60% of the pairs).
+        rows_ii = np.repeat(np.eye(d), r, axis=0)
+        cols_ii = np.tile(Cr.T, (d, 1))
+        cut = min(d, _FIRST_ROUND) * r
+        first = measure_bilinear(counter, v, rows_ii[:cut], cols_ii[:cut], scale=s0, **kw)  # type: ignore[arg-type]
+        y_ii, n_rescale_ii = first.y, first.n_rescale
+        if cut < d * r:
+            y_pilot = float(np.max(np.abs(first.y)))
+            s1 = min(1.0, math.sqrt(2.0 / y_pilot)) if y_pilot > 0 else s0
+            rest = measure_bilinear(counter, v, rows_ii[cut:], cols_ii[cut:], scale=s1, **kw)  # type: ignore[arg-type]
+            y_ii = np.concatenate([first.y, rest.y])
+            n_rescale_ii += rest.n_rescale
+        n_rescale += n_rescale_ii
         n_meas += d * r
-        ART = meas.y.reshape(d, r)  # (A R T)_ij = e_i^T A c_j
+        ART = y_ii.reshape(d, r)  # (A R T)_ij = e_i^T A c_j
         AR = np.linalg.solve(T.T, ART.T).T
         A = AR @ R.T
     if rank is not None and r < d:
