@@ -17,8 +17,7 @@ from icml2026.core.validate import finite_number, positive_int
 
 from .data import Episode, ego_state, kinematics_obs, simulate_episode
 
-__all__ = ["PID", "PIDController", "ClosedLoopResult", "closed_loop", "eval_event", "ds_analogue",
-           "bootstrap_ci"]
+__all__ = ["PID", "PIDController", "ClosedLoopResult", "closed_loop", "eval_event", "ds_analogue", "bootstrap_ci"]
 
 A_MAX = 5.0  # m/s^2 at full throttle (highway-env's ACC_MAX is 6)
 B_MAX = 8.0  # m/s^2 at full brake
@@ -48,8 +47,9 @@ class PIDController:
     aim_dist: float = 3.5
     max_throttle: float = 0.75
 
-    def control(self, waypoints: np.ndarray, speed: float,
-                steer_waypoints: np.ndarray | None = None) -> tuple[float, float, float]:
+    def control(
+        self, waypoints: np.ndarray, speed: float, steer_waypoints: np.ndarray | None = None
+    ) -> tuple[float, float, float]:
         """(steer in [-1, 1], throttle in [0, 0.75], brake in [0, 1]) for waypoints (n, 2) and speed (m/s).
 
         ``steer_waypoints`` (default ``waypoints``): the same plan expressed in the ego frame of this control
@@ -114,8 +114,9 @@ def _progress(ep: Episode) -> float:
     return float(ep.ego[-1, 0] - ep.ego[0, 0])
 
 
-def closed_loop(planner: Any, seeds: list[int], *, n_steps: int = 30,
-                expert: dict[int, Episode] | None = None) -> ClosedLoopResult:
+def closed_loop(
+    planner: Any, seeds: list[int], *, n_steps: int = 30, expert: dict[int, Episode] | None = None
+) -> ClosedLoopResult:
     """Drive highway-env with ``planner`` (anything with ``.plan(obs) -> Plan``) through the PID on each seed.
 
     The plan is recomputed every 0.5 s; the PID runs at every 10 Hz simulation step on the waypoints
@@ -131,23 +132,29 @@ def closed_loop(planner: Any, seeds: list[int], *, n_steps: int = 30,
         pid = PIDController()
         tokens: list[int] = []
 
-        def policy(hist: Episode, road: Any, ego: Any, _pid: PIDController = pid,
-                   _tok: list[int] = tokens) -> Callable[[Any], dict[str, float]]:
+        def policy(
+            hist: Episode, road: Any, ego: Any, _pid: PIDController = pid, _tok: list[int] = tokens
+        ) -> Callable[[Any], dict[str, float]]:
             t = hist.n_steps - 1
             plan = planner.plan({"kin": kinematics_obs(hist, t), "ego": ego_state(hist, t)})
             _tok.append(len(plan.reasoning))
             x0, y0, h0 = float(ego.position[0]), float(ego.position[1]), float(ego.heading)
             c, s = np.cos(h0), np.sin(h0)
-            world = np.stack([x0 + c * plan.waypoints[:, 0] - s * plan.waypoints[:, 1],
-                              y0 + s * plan.waypoints[:, 0] + c * plan.waypoints[:, 1]], 1)
+            world = np.stack(
+                [
+                    x0 + c * plan.waypoints[:, 0] - s * plan.waypoints[:, 1],
+                    y0 + s * plan.waypoints[:, 0] + c * plan.waypoints[:, 1],
+                ],
+                1,
+            )
 
-            def act(v: Any) -> dict[str, float]:
-                cc, ss = np.cos(v.heading), np.sin(v.heading)
-                d = world - v.position
+            def act(veh: Any) -> dict[str, float]:
+                cc, ss = np.cos(veh.heading), np.sin(veh.heading)
+                d = world - veh.position
                 local = np.stack([cc * d[:, 0] + ss * d[:, 1], -ss * d[:, 0] + cc * d[:, 1]], 1)
                 # Deviation: the plan is made every 0.5 s and held; the speed target comes from the plan as
                 # made, the aim point from the plan in the current ego frame (CARLA re-plans every frame).
-                steer, thr, brk = _pid.control(plan.waypoints, float(v.speed), local)
+                steer, thr, brk = _pid.control(plan.waypoints, float(veh.speed), local)
                 return {"steering": steer * STEER_MAX, "acceleration": thr * A_MAX - brk * B_MAX}
 
             return act
@@ -159,16 +166,33 @@ def closed_loop(planner: Any, seeds: list[int], *, n_steps: int = 30,
         col = int(ep.crashed.any())
         off = int(np.sum(np.diff(np.concatenate([[1], ep.on_road.astype(int)])) == -1))
         prog, eprog = _progress(ep), _progress(ref)
-        for k, v in (("col", col), ("off", off), ("prog", prog), ("eprog", eprog),
-                     ("ds", ds_analogue(prog, eprog, col, off)), ("lt", event != "none"),
-                     ("tok", float(np.mean(tokens)) if tokens else 0.0), ("ep", ep)):
+        for k, v in (
+            ("col", col),
+            ("off", off),
+            ("prog", prog),
+            ("eprog", eprog),
+            ("ds", ds_analogue(prog, eprog, col, off)),
+            ("lt", event != "none"),
+            ("tok", float(np.mean(tokens)) if tokens else 0.0),
+            ("ep", ep),
+        ):
             rows[k].append(v)
-    return ClosedLoopResult(np.asarray(seeds), np.asarray(rows["col"]), np.asarray(rows["off"]),
-                            np.asarray(rows["prog"]), np.asarray(rows["eprog"]), np.asarray(rows["ds"]),
-                            np.asarray(rows["lt"]), np.asarray(rows["tok"]), rows["ep"])
+    return ClosedLoopResult(
+        np.asarray(seeds),
+        np.asarray(rows["col"]),
+        np.asarray(rows["off"]),
+        np.asarray(rows["prog"]),
+        np.asarray(rows["eprog"]),
+        np.asarray(rows["ds"]),
+        np.asarray(rows["lt"]),
+        np.asarray(rows["tok"]),
+        rows["ep"],
+    )
 
 
-def bootstrap_ci(x: np.ndarray, rng: np.random.Generator, n_boot: int = 1000, level: float = 0.95) -> tuple[float, float]:
+def bootstrap_ci(
+    x: np.ndarray, rng: np.random.Generator, n_boot: int = 1000, level: float = 0.95
+) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of ``x``."""
     x = np.asarray(x, float)
     if x.size == 0:

@@ -37,6 +37,7 @@ __all__ = [
     "make_env",
     "rasterize_bev",
     "future_bev",
+    "static_world_bev",
     "kinematics_obs",
     "ego_state",
     "future_waypoints",
@@ -103,11 +104,17 @@ def make_env(seed: int, n_vehicles: int = 20, lanes_count: int = 3) -> Any:
     import gymnasium as gym
     import highway_env  # noqa: F401  (registers the environments)
 
-    env = gym.make("highway-v0", config={
-        "simulation_frequency": SIM_FREQ, "policy_frequency": int(round(1 / POLICY_DT)),
-        "vehicles_count": int(n_vehicles), "lanes_count": int(lanes_count), "duration": 1000,
-        "offscreen_rendering": True,
-    })
+    env = gym.make(
+        "highway-v0",
+        config={
+            "simulation_frequency": SIM_FREQ,
+            "policy_frequency": int(round(1 / POLICY_DT)),
+            "vehicles_count": int(n_vehicles),
+            "lanes_count": int(lanes_count),
+            "duration": 1000,
+            "offscreen_rendering": True,
+        },
+    )
     env.reset(seed=int(seed))
     return env
 
@@ -147,20 +154,31 @@ def _inject(road: Any, ego: Any, kind: str, rng: np.random.Generator) -> str:
     d = float(rng.uniform(40.0, 70.0))
     pos = lane.position(s_ego + d, 0.0)
     for v in list(road.vehicles):
-        if v is not ego and v.lane_index == ego.lane_index and abs(lane.local_coordinates(v.position)[0]
-                                                                   - (s_ego + d)) < 15.0:
+        if (
+            v is not ego
+            and v.lane_index == ego.lane_index
+            and abs(lane.local_coordinates(v.position)[0] - (s_ego + d)) < 15.0
+        ):
             road.vehicles.remove(v)
     road.vehicles.append(Vehicle(road, pos, lane.heading_at(s_ego + d), 0.0))
     return "stalled"
 
 
-def simulate_episode(seed: int, n_steps: int, event: str, rng: np.random.Generator,
-                     policy: Any = None, n_vehicles: int = 20, event_step: int | None = None) -> Episode:
+def simulate_episode(
+    seed: int,
+    n_steps: int,
+    event: str,
+    rng: np.random.Generator,
+    policy: Any = None,
+    n_vehicles: int = 20,
+    event_step: int | None = None,
+) -> Episode:
     """Run one episode of ``n_steps`` policy steps in highway-env and log it.
 
     ``policy`` None drives the ego with the IDM + MOBIL expert; otherwise ``policy(history, road, ego)`` is
     called once per policy step and returns a controller ``act(ego) -> {"steering": rad, "acceleration":
-    m/s^2}`` applied at every simulation step of the next 0.5 s; ``history`` is the :class:`Episode` so far. ``event`` in {"none", "stalled", "brake"}.
+    m/s^2}`` applied at every simulation step of the next 0.5 s; ``history`` is the :class:`Episode` so far.
+    ``event`` in {"none", "stalled", "brake"}.
     The episode stops early when the ego crashes.
     """
     from highway_env.vehicle.behavior import IDMVehicle
@@ -196,8 +214,17 @@ def simulate_episode(seed: int, n_steps: int, event: str, rng: np.random.Generat
         if ego.crashed or k == n_steps - 1:
             break
         if policy is not None:
-            hist = Episode(np.asarray(rows_ego), np.stack(rows_v), lanes, lines, np.asarray(crashed),
-                           np.asarray(on_road), kind, t_event if kind != "none" else -1, seed)
+            hist = Episode(
+                np.asarray(rows_ego),
+                np.stack(rows_v),
+                lanes,
+                lines,
+                np.asarray(crashed),
+                np.asarray(on_road),
+                kind,
+                t_event if kind != "none" else -1,
+                seed,
+            )
             act = policy(hist, road, ego)
         for _ in range(int(SIM_FREQ * POLICY_DT)):
             road.act()
@@ -205,12 +232,27 @@ def simulate_episode(seed: int, n_steps: int, event: str, rng: np.random.Generat
                 ego.action = dict(act(ego))  # overrides the IDM action computed by road.act()
             road.step(1.0 / SIM_FREQ)
     env.close()
-    return Episode(np.asarray(rows_ego, float), np.stack(rows_v), lanes, lines, np.asarray(crashed),
-                   np.asarray(on_road), kind, t_event if kind != "none" else -1, int(seed))
+    return Episode(
+        np.asarray(rows_ego, float),
+        np.stack(rows_v),
+        lanes,
+        lines,
+        np.asarray(crashed),
+        np.asarray(on_road),
+        kind,
+        t_event if kind != "none" else -1,
+        int(seed),
+    )
 
 
-def collect_episodes(n: int, rng: np.random.Generator, long_tail_fraction: float = 0.3, *,
-                     n_steps: int = 36, seeds: list[int] | None = None) -> list[Episode]:
+def collect_episodes(
+    n: int,
+    rng: np.random.Generator,
+    long_tail_fraction: float = 0.3,
+    *,
+    n_steps: int = 36,
+    seeds: list[int] | None = None,
+) -> list[Episode]:
     """``n`` expert (IDM + MOBIL) episodes from highway-env, about ``long_tail_fraction`` with an event.
 
     Events alternate between a stalled vehicle and a braking lead. ``seeds`` fixes the simulator seeds
@@ -321,8 +363,9 @@ def _warp(img: np.ndarray, pose_k: np.ndarray, pose_t: np.ndarray, mpp: float) -
     return out
 
 
-def future_bev(episode: Episode, t: int, horizons: tuple[float, ...] = HORIZONS, *, size: int = 64,
-               metres_per_px: float = 1.0) -> np.ndarray:
+def future_bev(
+    episode: Episode, t: int, horizons: tuple[float, ...] = HORIZONS, *, size: int = 64, metres_per_px: float = 1.0
+) -> np.ndarray:
     """The BEV frames at ``t + h`` for each horizon, each warped into the ego frame at ``t``: (T, 3, size, size).
 
     Horizons are multiples of 0.5 s; ``t + h`` must lie inside the episode.
@@ -338,13 +381,36 @@ def future_bev(episode: Episode, t: int, horizons: tuple[float, ...] = HORIZONS,
             raise ValueError(f"horizons: {h} s is not a multiple of {POLICY_DT} s")
         steps.append(t + int(round(k)))
     if steps[-1] >= episode.n_steps or max(steps) >= episode.n_steps:
-        raise ValueError(f"t: t + max(horizons) = step {max(steps)} is past the episode's "
-                         f"{episode.n_steps} steps")
+        raise ValueError(f"t: t + max(horizons) = step {max(steps)} is past the episode's {episode.n_steps} steps")
     frames = []
     for k in steps:
         img = rasterize_bev(episode, k, size=size, metres_per_px=metres_per_px)
         frames.append(img if k == t else _warp(img, episode.ego[k, :3], episode.ego[t, :3], metres_per_px))
     return np.stack(frames)
+
+
+def static_world_bev(
+    episode: Episode, t: int, horizons: tuple[float, ...] = HORIZONS, *, size: int = 64, metres_per_px: float = 1.0
+) -> np.ndarray:
+    """A forecasting baseline: the world frozen at ``t`` (other vehicles do not move), the ego extrapolated at
+    constant velocity along its heading, rendered and warped exactly like :func:`future_bev`. (T, 3, S, S)."""
+    t = _check_step(episode, t)
+    n = len(horizons)
+    x, y, h, v, _ = episode.ego[t]
+    dt = np.asarray(horizons, float)
+    ego = np.stack([x + v * dt * np.cos(h), y + v * dt * np.sin(h), np.full(n, h), np.full(n, v), np.zeros(n)], 1)
+    frozen = Episode(
+        ego,
+        np.repeat(episode.vehicles[t : t + 1], n, 0),
+        episode.lanes,
+        episode.lane_lines,
+        np.zeros(n, bool),
+        np.ones(n, bool),
+    )
+    frames = [rasterize_bev(frozen, k, size=size, metres_per_px=metres_per_px) for k in range(n)]
+    return np.stack(
+        [frames[0]] + [_warp(f, ego[k, :3], ego[0, :3], metres_per_px) for k, f in enumerate(frames) if k > 0]
+    )
 
 
 # ------------------------------------------------------------------------------------ planner inputs
@@ -377,8 +443,15 @@ def kinematics_obs(episode: Episode, t: int) -> np.ndarray:
             v = vs[hit[0]]
             xy = _rel(pose, v[1:3])
             rh = v[3] - pose[2]
-            out[j, h] = (1.0, xy[0] / 50.0, xy[1] / 10.0, v[4] * np.cos(rh) / 30.0, v[4] * np.sin(rh) / 30.0,
-                         np.cos(rh), np.sin(rh))
+            out[j, h] = (
+                1.0,
+                xy[0] / 50.0,
+                xy[1] / 10.0,
+                v[4] * np.cos(rh) / 30.0,
+                v[4] * np.sin(rh) / 30.0,
+                np.cos(rh),
+                np.sin(rh),
+            )
     return out.reshape(N_NEAR, N_HIST * 7)
 
 
@@ -392,10 +465,19 @@ def ego_state(episode: Episode, t: int) -> np.ndarray:
     lat = float(episode.ego[t, 1] - episode.lanes[0, 1])
     lane_id = lat / lane_w
     n_lanes = len(episode.lanes)
-    return np.concatenate([hist.ravel(), [episode.ego[t, 3] / 30.0, episode.ego[t, 4] / 5.0,
-                                          np.sin(pose[2]) * 5.0, (lane_id - round(lane_id)),
-                                          round(lane_id) / max(n_lanes - 1, 1),
-                                          (n_lanes - 1 - round(lane_id)) / max(n_lanes - 1, 1)]]).astype(np.float32)
+    return np.concatenate(
+        [
+            hist.ravel(),
+            [
+                episode.ego[t, 3] / 30.0,
+                episode.ego[t, 4] / 5.0,
+                np.sin(pose[2]) * 5.0,
+                (lane_id - round(lane_id)),
+                round(lane_id) / max(n_lanes - 1, 1),
+                (n_lanes - 1 - round(lane_id)) / max(n_lanes - 1, 1),
+            ],
+        ]
+    ).astype(np.float32)
 
 
 def future_waypoints(episode: Episode, t: int, n: int = 4) -> np.ndarray:
@@ -403,7 +485,7 @@ def future_waypoints(episode: Episode, t: int, n: int = 4) -> np.ndarray:
     t = _check_step(episode, t)
     if t + n >= episode.n_steps:
         raise ValueError(f"t: t + {n} is past the episode's {episode.n_steps} steps")
-    return _rel(episode.ego[t, :3], episode.ego[t + 1:t + 1 + n, :2]).astype(np.float32)
+    return _rel(episode.ego[t, :3], episode.ego[t + 1 : t + 1 + n, :2]).astype(np.float32)
 
 
 # ------------------------------------------------------------------------------------------ annotator
@@ -451,8 +533,12 @@ def annotate(episode: Episode, t: int) -> Annotation:
         elif lead_brake:
             reason = "lead-braking"
         elif t > 0:
-            for i in np.nonzero((rel[:, 0] > 0) & (rel[:, 0] < 25.0) & (np.abs(rel[:, 1]) > lane_w / 2)
-                                & (np.abs(rel[:, 1]) < 1.5 * lane_w))[0]:
+            for i in np.nonzero(
+                (rel[:, 0] > 0)
+                & (rel[:, 0] < 25.0)
+                & (np.abs(rel[:, 1]) > lane_w / 2)
+                & (np.abs(rel[:, 1]) < 1.5 * lane_w)
+            )[0]:
                 prev = episode.vehicles[t - 1]
                 hit = np.nonzero(prev[:, 0] == vs[i, 0])[0]
                 if not hit.size:
@@ -477,8 +563,9 @@ def annotate(episode: Episode, t: int) -> Annotation:
         speed = "accelerate"
     else:
         speed = "keep"
-    return Annotation(reason in ("stalled-ahead", "lead-braking", "cut-in-left", "cut-in-right"), reason,
-                      direction, speed)
+    return Annotation(
+        reason in ("stalled-ahead", "lead-braking", "cut-in-left", "cut-in-right"), reason, direction, speed
+    )
 
 
 # ------------------------------------------------------------------------------------------------ cache
@@ -533,9 +620,20 @@ def load_episodes(path: Path) -> list[Episode]:
         raise CacheError(f"{path}: checksum mismatch")
     out = []
     for i, m in enumerate(header["meta"]):
-        out.append(Episode(*(arrays[f"{i}_{k}"] for k in ("ego", "vehicles", "lanes", "lane_lines", "crashed",
-                                                            "on_road")), m["event"], int(m["event_step"]),
-                           int(m["seed"])))
+        a = {k: arrays[f"{i}_{k}"] for k in ("ego", "vehicles", "lanes", "lane_lines", "crashed", "on_road")}
+        out.append(
+            Episode(
+                a["ego"],
+                a["vehicles"],
+                a["lanes"],
+                a["lane_lines"],
+                a["crashed"],
+                a["on_road"],
+                m["event"],
+                int(m["event_step"]),
+                int(m["seed"]),
+            )
+        )
     return out
 
 

@@ -49,8 +49,23 @@ __all__ = [
 
 VARIANTS = ("A", "B", "C", "D", "E", "F")
 
-_TEXT = ["<pad>", "<CoT_flag_True>", "<CoT_flag_False>", "<start_bev>", "<end_bev>", "<think>", "</think>",
-         "<wp>", "easy", "Hard", "Simple", "None", *REASONS, *DIRECTIONS, *SPEEDS]
+_TEXT = [
+    "<pad>",
+    "<CoT_flag_True>",
+    "<CoT_flag_False>",
+    "<start_bev>",
+    "<end_bev>",
+    "<think>",
+    "</think>",
+    "<wp>",
+    "easy",
+    "Hard",
+    "Simple",
+    "None",
+    *REASONS,
+    *DIRECTIONS,
+    *SPEEDS,
+]
 VOCAB: tuple[str, ...] = tuple(_TEXT)
 _IDS = {t: i for i, t in enumerate(VOCAB)}
 N_TEXT = len(VOCAB)
@@ -82,16 +97,30 @@ class BEVEncoder(nn.Module):
     ``latents(x)`` returns the last hidden states without the register tokens: (B, 1 + P, d).
     """
 
-    def __init__(self, image_size: int = 64, patch_size: int = 16, hidden: int = 64, layers: int = 2,
-                 heads: int = 4, registers: int = 2) -> None:
+    def __init__(
+        self,
+        image_size: int = 64,
+        patch_size: int = 16,
+        hidden: int = 64,
+        layers: int = 2,
+        heads: int = 4,
+        registers: int = 2,
+    ) -> None:
         super().__init__()
         from transformers import DINOv3ViTConfig, DINOv3ViTModel
 
         if image_size % patch_size:
             raise ValueError(f"patch_size: {patch_size} must divide image_size {image_size}")
-        self.cfg = DINOv3ViTConfig(image_size=image_size, patch_size=patch_size, hidden_size=hidden,
-                                   intermediate_size=2 * hidden, num_hidden_layers=layers,
-                                   num_attention_heads=heads, num_register_tokens=registers, num_channels=3)
+        self.cfg = DINOv3ViTConfig(
+            image_size=image_size,
+            patch_size=patch_size,
+            hidden_size=hidden,
+            intermediate_size=2 * hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            num_register_tokens=registers,
+            num_channels=3,
+        )
         self.vit = DINOv3ViTModel(self.cfg)
         self.n_patches = (image_size // patch_size) ** 2
         self.registers = registers
@@ -109,7 +138,7 @@ class BEVEncoder(nn.Module):
 
     def latents(self, x: torch.Tensor) -> torch.Tensor:
         h = self.forward(x)
-        return torch.cat([h[:, :1], h[:, 1 + self.registers:]], 1)  # registers masked out (Sec. 2)
+        return torch.cat([h[:, :1], h[:, 1 + self.registers :]], 1)  # registers masked out (Sec. 2)
 
     def patchify(self, x: torch.Tensor) -> torch.Tensor:
         b, c, hgt, wid = x.shape
@@ -119,7 +148,7 @@ class BEVEncoder(nn.Module):
 
     def mim_loss(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Masked image modelling loss: MSE of the decoded pixels of the masked patches."""
-        h = self.forward(x, mask)[:, 1 + self.registers:]
+        h = self.forward(x, mask)[:, 1 + self.registers :]
         pred = self.decoder(h)
         tgt = self.patchify(x)
         err = ((pred - tgt) ** 2).mean(-1)
@@ -213,10 +242,16 @@ class DeepSightPlanner(nn.Module):
 
         self.cfg = cfg
         d = cfg.d_model
-        qcfg = Qwen2Config(vocab_size=N_TEXT + max(cfg.n_bev, 1), hidden_size=d, intermediate_size=2 * d,
-                           num_hidden_layers=cfg.n_layers, num_attention_heads=cfg.n_heads,
-                           num_key_value_heads=cfg.n_heads, max_position_embeddings=1024,
-                           tie_word_embeddings=False)
+        qcfg = Qwen2Config(
+            vocab_size=N_TEXT + max(cfg.n_bev, 1),
+            hidden_size=d,
+            intermediate_size=2 * d,
+            num_hidden_layers=cfg.n_layers,
+            num_attention_heads=cfg.n_heads,
+            num_key_value_heads=cfg.n_heads,
+            max_position_embeddings=1024,
+            tie_word_embeddings=False,
+        )
         qcfg._attn_implementation = "eager"
         self.backbone = Qwen2Model(qcfg)
         # the n_bev BEV query tokens <bev_k> are distinct rows of the vocabulary embedding (Pitfall 2)
@@ -255,7 +290,7 @@ class DeepSightPlanner(nn.Module):
         tpf = self.cfg.tokens_per_frame
         m = torch.ones(self.cfg.n_bev, dtype=torch.bool)
         for f in range(self.cfg.frames):
-            m[f * tpf + 1:f * tpf + 1 + self.cfg.registers] = False
+            m[f * tpf + 1 : f * tpf + 1 + self.cfg.registers] = False
         return m
 
     def _bev_inputs(self, b: int, prompt: torch.Tensor) -> tuple[torch.Tensor, int]:
@@ -272,9 +307,9 @@ class DeepSightPlanner(nn.Module):
             for k in range(1, self.cfg.frames):
                 h = self.backbone(inputs_embeds=torch.cat([prompt, *frames], 1)).last_hidden_state
                 preds.append(self.vis_head(h[:, -tpf:]))
-                frames.append(self.lat_in(preds[-1]) + q[:, k * tpf:(k + 1) * tpf])
+                frames.append(self.lat_in(preds[-1]) + q[:, k * tpf : (k + 1) * tpf])
         # rebuilt with gradients into lat_in and the queries (the predicted latents are detached)
-        frames = [q[:, :tpf]] + [self.lat_in(p) + q[:, (k + 1) * tpf:(k + 2) * tpf] for k, p in enumerate(preds)]
+        frames = [q[:, :tpf]] + [self.lat_in(p) + q[:, (k + 1) * tpf : (k + 2) * tpf] for k, p in enumerate(preds)]
         return torch.cat(frames, 1), self.cfg.frames
 
     # -- training -----------------------------------------------------------------------------------
@@ -307,8 +342,11 @@ class DeepSightPlanner(nn.Module):
         emb, labels, bev0, _ = self.sequence(batch)
         h = self.backbone(inputs_embeds=emb).last_hidden_state
         logits = self.lm_head(h)
-        ce = nn.functional.cross_entropy(logits[labels >= 0], labels[labels >= 0]) if (labels >= 0).any() \
+        ce = (
+            nn.functional.cross_entropy(logits[labels >= 0], labels[labels >= 0])
+            if (labels >= 0).any()
             else h.sum() * 0
+        )
         wp_pos = emb.shape[1] - (MAX_THINK + 1) + batch.think_len
         wp = self.wp_head(h[torch.arange(h.shape[0]), wp_pos]).reshape(-1, 4, 2)
         l1 = (wp - batch.wp / self.cfg.wp_scale).abs().mean()
@@ -316,7 +354,7 @@ class DeepSightPlanner(nn.Module):
         if self.cfg.has_world_model:
             if batch.latents is None:
                 raise ValueError("batch.latents: required by variants with a world model")
-            pred = self.vis_head(h[:, bev0:bev0 + self.cfg.n_bev])[:, self.bev_position_mask()]
+            pred = self.vis_head(h[:, bev0 : bev0 + self.cfg.n_bev])[:, self.bev_position_mask()]
             mse = ((pred - batch.latents.reshape(pred.shape)) ** 2).mean()
         return LossParts(ce + l1 + self.cfg.mse_weight * mse, ce, l1, mse)
 
@@ -328,13 +366,14 @@ class DeepSightPlanner(nn.Module):
         prompt = self._prompt(batch.kin, batch.ego, batch.flag)
         bev, _ = self._bev_inputs(b, prompt)
         h = self.backbone(inputs_embeds=torch.cat([prompt, bev], 1)).last_hidden_state
-        pred = self.vis_head(h[:, prompt.shape[1]:])[:, self.bev_position_mask()]
+        pred = self.vis_head(h[:, prompt.shape[1] :])[:, self.bev_position_mask()]
         return pred.reshape(b, self.cfg.frames, 1 + self.cfg.patches, self.cfg.d_latent)
 
     # -- inference ----------------------------------------------------------------------------------
     @torch.no_grad()
-    def plan_batch(self, kin: torch.Tensor, ego: torch.Tensor, flag: torch.Tensor | None = None,
-                   max_think: int = MAX_THINK) -> tuple[torch.Tensor, list[list[str]], torch.Tensor | None, int]:
+    def plan_batch(
+        self, kin: torch.Tensor, ego: torch.Tensor, flag: torch.Tensor | None = None, max_think: int = MAX_THINK
+    ) -> tuple[torch.Tensor, list[list[str]], torch.Tensor | None, int]:
         """Greedy decoding of think tokens after the BEV queries, then the waypoint head at <wp>.
 
         The prefix (prompt + BEV queries + <end_bev> + <think>) is ONE forward pass for variants B, C, E, F
@@ -356,20 +395,23 @@ class DeepSightPlanner(nn.Module):
         h = out.last_hidden_state
         lat = None
         if self.cfg.has_world_model:
-            lat = self.vis_head(h[:, prompt.shape[1]:prompt.shape[1] + self.cfg.n_bev])[:, self.bev_position_mask()]
+            lat = self.vis_head(h[:, prompt.shape[1] : prompt.shape[1] + self.cfg.n_bev])[:, self.bev_position_mask()]
             lat = lat.reshape(b, self.cfg.frames, 1 + self.cfg.patches, self.cfg.d_latent)
         last = h[:, -1]
         done = torch.zeros(b, dtype=torch.bool)
         recorded = torch.zeros(b, dtype=torch.bool)
         reasoning: list[list[str]] = [[] for _ in range(b)]
         end_id, wp_id = token_id("</think>"), token_id("<wp>")
-        banned = [token_id(t) for t in ("<pad>", "<CoT_flag_True>", "<CoT_flag_False>", "<start_bev>",
-                                        "<end_bev>", "<think>", "<wp>")]
+        banned = [
+            token_id(t)
+            for t in ("<pad>", "<CoT_flag_True>", "<CoT_flag_False>", "<start_bev>", "<end_bev>", "<think>", "<wp>")
+        ]
         wp_hidden = torch.zeros(b, self.cfg.d_model)
         for step in range(max_think + 1):
             logits = self.lm_head(last)
             logits[:, banned] = -torch.inf  # structural tokens are appended, never generated
-            nxt = torch.full((b,), end_id, dtype=torch.long) if step >= max_think - 1 else logits.argmax(-1)
+            # at most max_think - 2 content tokens: the segment is <think> ... </think> (<think> is in the prefix)
+            nxt = torch.full((b,), end_id, dtype=torch.long) if step >= max_think - 2 else logits.argmax(-1)
             nxt = torch.where(done, torch.tensor(wp_id), nxt)  # after </think> comes <wp>
             for i in range(b):
                 if not done[i] and int(nxt[i]) != end_id:

@@ -31,8 +31,16 @@ def count_backbone_calls(planner: Any, fn: Callable[[], Any]) -> int:
 def straight_drive_episode(speed: float, n_steps: int = 12, lanes: int = 3) -> Episode:
     """A synthetic episode: the ego drives straight in lane 1 at constant ``speed`` on an empty highway."""
     k = np.arange(n_steps)
-    ego = np.stack([100.0 + speed * POLICY_DT * k, np.full(n_steps, 4.0), np.zeros(n_steps),
-                    np.full(n_steps, speed), np.zeros(n_steps)], 1)
+    ego = np.stack(
+        [
+            100.0 + speed * POLICY_DT * k,
+            np.full(n_steps, 4.0),
+            np.zeros(n_steps),
+            np.full(n_steps, speed),
+            np.zeros(n_steps),
+        ],
+        1,
+    )
     vehicles = np.full((n_steps, 1, 7), -1.0)
     lane_rows = np.array([[0.0, 4.0 * i, 10000.0, 4.0 * i, 4.0] for i in range(lanes)])
     lines = np.array([[3 if i == 0 else 1, 3 if i == lanes - 1 else 0] for i in range(lanes)])
@@ -50,8 +58,9 @@ class WarpDisplacements:
     road_shift_max: float
 
 
-def warp_displacements(ep: Episode, t: int, *, size: int = 64, metres_per_px: float = 1.0,
-                       max_shift: int = 4) -> WarpDisplacements:
+def warp_displacements(
+    ep: Episode, t: int, *, size: int = 64, metres_per_px: float = 1.0, max_shift: int = 4
+) -> WarpDisplacements:
     """Measure where the ego and the lane markings are in the warped future frames of ``ep`` at ``t``.
 
     The dashes repeat every 10 m, so a marking shift is only identifiable modulo 10 m: the search covers

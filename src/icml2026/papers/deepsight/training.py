@@ -19,11 +19,22 @@ from .data import (
     future_waypoints,
     kinematics_obs,
     rasterize_bev,
+    static_world_bev,
 )
 from .method import MAX_THINK, BEVEncoder, DeepSightPlanner, PlannerBatch, PlannerConfig, think_tokens, token_id
 
-__all__ = ["SampleSet", "build_samples", "pretrain_encoder", "encode_targets", "train_planner",
-           "open_loop_eval", "OpenLoop", "build_planner", "make_batch", "frame_index"]
+__all__ = [
+    "SampleSet",
+    "build_samples",
+    "pretrain_encoder",
+    "encode_targets",
+    "train_planner",
+    "open_loop_eval",
+    "OpenLoop",
+    "build_planner",
+    "make_batch",
+    "frame_index",
+]
 
 
 @dataclass
@@ -40,25 +51,34 @@ class SampleSet:
     episode: np.ndarray
     step: np.ndarray
     long_tail: np.ndarray
+    static_world: np.ndarray | None = None  # (N, 5, 3, S, S) uint8: the frozen-world baseline's frames
 
     def __len__(self) -> int:
         return int(self.kin.shape[0])
 
 
-def build_samples(episodes: list[Episode], *, size: int = 64, metres_per_px: float = 2.0,
-                  stride: int = 1) -> SampleSet:
+def build_samples(
+    episodes: list[Episode], *, size: int = 64, metres_per_px: float = 2.0, stride: int = 1, static_world: bool = False
+) -> SampleSet:
     """Every step t with 3 past and 4 future steps: inputs, expert waypoints, BEV targets t..t+2 s (warped
     into the ego frame at t) and the annotation."""
-    kin, ego, wp, bev, cpx, ann, epi, stp, lt = [], [], [], [], [], [], [], [], []
+    kin, ego, wp, bev, cpx, ann, epi, stp, lt = [], [], [], [], [], [], [], [], []  # type: ignore[var-annotated]
+    sw: list[np.ndarray] = []
     n_future = int(round(HORIZONS[-1] / 0.5))
     for e_i, ep in enumerate(episodes):
         if ep.n_steps < n_future + 4:
             continue
         own = [rasterize_bev(ep, k, size=size, metres_per_px=metres_per_px) for k in range(ep.n_steps)]
         for t in range(3, ep.n_steps - n_future, stride):
-            frames = [own[t]] + [_warp(own[t + int(round(h / 0.5))], ep.ego[t + int(round(h / 0.5)), :3],
-                                       ep.ego[t, :3], metres_per_px) for h in HORIZONS[1:]]
+            frames = [own[t]] + [
+                _warp(own[t + int(round(h / 0.5))], ep.ego[t + int(round(h / 0.5)), :3], ep.ego[t, :3], metres_per_px)
+                for h in HORIZONS[1:]
+            ]
             a = annotate(ep, t)
+            if static_world:
+                sw.append(
+                    (static_world_bev(ep, t, size=size, metres_per_px=metres_per_px) * 255).round().astype(np.uint8)
+                )
             kin.append(kinematics_obs(ep, t))
             ego.append(ego_state(ep, t))
             wp.append(future_waypoints(ep, t))
@@ -70,12 +90,30 @@ def build_samples(episodes: list[Episode], *, size: int = 64, metres_per_px: flo
             lt.append(ep.long_tail)
     if not kin:
         raise ValueError("episodes: no episode is long enough for a sample (needs >= 8 steps)")
-    return SampleSet(np.stack(kin), np.stack(ego), np.stack(wp), np.stack(bev), np.asarray(cpx),
-                     ann, np.asarray(epi), np.asarray(stp), np.asarray(lt))
+    return SampleSet(
+        np.stack(kin),
+        np.stack(ego),
+        np.stack(wp),
+        np.stack(bev),
+        np.asarray(cpx),
+        ann,
+        np.asarray(epi),
+        np.asarray(stp),
+        np.asarray(lt),
+        np.stack(sw) if sw else None,
+    )
 
 
-def pretrain_encoder(frames: np.ndarray, rng: np.random.Generator, *, n_steps: int = 200, batch: int = 64,
-                     patch_size: int = 16, mask_ratio: float = 0.5, lr: float = 2e-3) -> BEVEncoder:
+def pretrain_encoder(
+    frames: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    n_steps: int = 200,
+    batch: int = 64,
+    patch_size: int = 16,
+    mask_ratio: float = 0.5,
+    lr: float = 2e-3,
+) -> BEVEncoder:
     """Masked image modelling pre-training of the BEV encoder on frames (N, 3, S, S) uint8; returns it frozen."""
     n_steps = positive_int(n_steps, "n_steps", minimum=0)
     x_all = torch.as_tensor(frames).float() / 255.0
@@ -103,8 +141,9 @@ def encode_targets(enc: BEVEncoder, bev: np.ndarray, chunk: int = 256) -> np.nda
     """Frozen-encoder latents without registers of BEV stacks (N, T, 3, S, S) uint8: (N, T, 1 + P, d)."""
     n, t = bev.shape[:2]
     flat = bev.reshape(n * t, *bev.shape[2:])
-    out = [enc.latents(torch.as_tensor(flat[i:i + chunk]).float() / 255.0).numpy()
-           for i in range(0, len(flat), chunk)]
+    out = [
+        enc.latents(torch.as_tensor(flat[i : i + chunk]).float() / 255.0).numpy() for i in range(0, len(flat), chunk)
+    ]
     z = np.concatenate(out)
     return z.reshape(n, t, *z.shape[1:])
 
@@ -121,25 +160,42 @@ def frame_index(variant: str) -> list[int]:
     return [] if variant == "A" else ([1] if variant == "B" else list(range(len(HORIZONS))))
 
 
-def make_batch(s: SampleSet, idx: np.ndarray, variant: str, lat: np.ndarray | None,
-               cot_mode: str, flags: np.ndarray) -> PlannerBatch:
+def make_batch(
+    s: SampleSet, idx: np.ndarray, variant: str, lat: np.ndarray | None, cot_mode: str, flags: np.ndarray
+) -> PlannerBatch:
     """Tensors for samples ``idx``; ``flags`` (N,) marks annotated frames (False: think segment None)."""
     think = np.full((len(idx), MAX_THINK), token_id("<pad>"), np.int64)
     lens = np.zeros(len(idx), np.int64)
     for j, i in enumerate(idx):
         toks = think_tokens(s.ann[i] if flags[i] else None, "long" if cot_mode == "long" else "adaptive")
-        think[j, :len(toks)] = [token_id(t) for t in toks]
+        think[j, : len(toks)] = [token_id(t) for t in toks]
         lens[j] = len(toks)
     latents = None
     if lat is not None and variant != "A":
         latents = torch.as_tensor(lat[idx][:, frame_index(variant)])
-    return PlannerBatch(torch.as_tensor(s.kin[idx]), torch.as_tensor(s.ego[idx]), torch.as_tensor(flags[idx]),
-                        torch.as_tensor(think), torch.as_tensor(lens), torch.as_tensor(s.wp[idx]), latents)
+    return PlannerBatch(
+        torch.as_tensor(s.kin[idx]),
+        torch.as_tensor(s.ego[idx]),
+        torch.as_tensor(flags[idx]),
+        torch.as_tensor(think),
+        torch.as_tensor(lens),
+        torch.as_tensor(s.wp[idx]),
+        latents,
+    )
 
 
-def train_planner(planner: DeepSightPlanner, s: SampleSet, lat: np.ndarray | None, rng: np.random.Generator,
-                  *, n_steps: int = 300, batch: int = 32, lr: float = 1e-3, cot_mode: str = "adaptive",
-                  unannotated: float = 0.3) -> list[float]:
+def train_planner(
+    planner: DeepSightPlanner,
+    s: SampleSet,
+    lat: np.ndarray | None,
+    rng: np.random.Generator,
+    *,
+    n_steps: int = 300,
+    batch: int = 32,
+    lr: float = 1e-3,
+    cot_mode: str = "adaptive",
+    unannotated: float = 0.3,
+) -> list[float]:
     """AdamW on L = CE + L1 + w * MSE; ``unannotated`` of the frames get flag False / ``None`` (brief)."""
     g = torch_generator(rng)
     flags = rng.random(len(s)) >= unannotated
@@ -186,7 +242,9 @@ def open_loop_eval(planner: DeepSightPlanner, s: SampleSet, lat: np.ndarray | No
     """Greedy plans on every sample (flag True); L2 of waypoints at t+1 s / t+2 s; cosine of the predicted
     standardised latents to the targets per horizon, beside the persistence baseline (copy the t latent)."""
     planner.eval()
-    wps, toks, lats = [], [], []
+    wps: list[np.ndarray] = []
+    toks: list[int] = []
+    lats: list[np.ndarray] = []
     for i in range(0, len(s), chunk):
         sl = slice(i, i + chunk)
         wp, reasoning, pl, _ = planner.plan_batch(torch.as_tensor(s.kin[sl]), torch.as_tensor(s.ego[sl]))
