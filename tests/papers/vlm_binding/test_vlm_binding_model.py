@@ -86,7 +86,7 @@ def test_encoder_is_frozen_inside_the_lm() -> None:
 def test_untrained_encoder_is_at_chance_and_training_improves_it() -> None:
     rng = np.random.default_rng(4)
     r0 = pretrain_encoder(CellEncoder(16, 8), V, 0, rng, n_eval=300)
-    r1 = pretrain_encoder(CellEncoder(16, 8), V, 40, rng, batch_size=64, n_eval=300)
+    r1 = pretrain_encoder(CellEncoder(16, 8), V, 80, rng, batch_size=64, n_eval=300)
     assert r0.colour_accuracy < 0.3 and r0.shape_accuracy < 0.3  # 16 classes: chance ~ 1/16
     assert r1.colour_accuracy > r0.colour_accuracy + 0.3
 

@@ -131,8 +131,8 @@ def pretrain_encoder(encoder: CellEncoder, vocab: Vocab, steps: int, rng: np.ran
 
     Deviation: the paper uses pretrained ResNet/ViT/DINO encoders; we pre-train this tiny CNN here on the
     task's own cells (brief), a stand-in whose only role is to give identity features per cell.
-    With ``steps = 0`` nothing is trained (the random-init ablation encoder), only evaluated through heads
-    fitted... no: with 0 steps the heads are random too, so the report shows chance accuracy.
+    With ``steps = 0`` nothing is trained: the encoder keeps its random init from ``rng`` (the random-init
+    ablation encoder) and the report, with random heads too, shows chance accuracy.
     """
     steps = positive_int(steps, "steps", minimum=0, maximum=10**6)
     gen = torch.Generator().manual_seed(int(rng.integers(2**62)))

@@ -1,0 +1,34 @@
+"""The registered experiments run to a verdict and report what the card reads (smoke presets)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from icml2026.core import registry
+from icml2026.papers.vlm_binding import experiments as ex
+
+
+def test_configs_refuse_inconsistent_sizes() -> None:
+    with pytest.raises(ValueError, match="n_ood_max"):
+        ex.RegimesConfig(n_id_max=6, n_ood_max=6)
+    with pytest.raises(ValueError, match="d_model"):
+        ex.RegimesConfig(d_model=30)
+    with pytest.raises(ValueError, match="n_max"):
+        ex.GeneratorConfig(n_items=8, n_max=10)
+
+
+def test_noise_control_smoke_passes() -> None:
+    exp = registry.get_experiment("vlm_binding.noise_control")
+    out = exp.func(exp.presets["smoke"], np.random.default_rng(0))
+    assert all(c.passed for c in out.checks)
+
+
+@pytest.mark.slow
+def test_regimes_smoke_reports_every_regime_and_figure() -> None:
+    exp = registry.get_experiment("vlm_binding.regimes")
+    out = exp.func(exp.presets["smoke"], np.random.default_rng(0))
+    for r in ("text-only", "text-long", "image-text", "noise-text"):
+        assert 0.0 <= out.metrics[f"{r}_ood_acc"] <= 1.0
+    assert {"accuracy_vs_n", "probes_per_layer", "interchange_text_only", "interchange_image_text"} <= set(out.figures)
+    assert len(out.checks) == 8
