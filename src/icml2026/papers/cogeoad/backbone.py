@@ -55,7 +55,7 @@ class TinyViT(nn.Module):
             raise ValueError(f"image_size = {image_size}: must be a multiple of patch = {patch}")
         if not taps or any(t < 0 or t > depth for t in taps):
             raise ValueError(f"taps = {tuple(taps)}: must lie in [0, depth = {depth}] (0: the patch embedding)")
-        self.image_size, self.patch, self.width, self.depth = image_size, patch, width, depth
+        self.image_size, self.patch, self.width, self.depth, self.heads = image_size, patch, width, depth, heads
         self.taps = tuple(int(t) for t in taps)
         self.grid = image_size // patch
         self.embed = nn.Conv2d(3, width, patch, stride=patch)
@@ -158,7 +158,7 @@ class FrozenEncoder:
     def save(self, path: Any) -> None:
         torch.save({"state": self.model.state_dict(), "args": dict(
             image_size=self.model.image_size, patch=self.model.patch, width=self.model.width,
-            depth=self.model.depth, taps=self.model.taps)}, path)
+            depth=self.model.depth, heads=self.model.heads, taps=self.model.taps)}, path)
 
     @classmethod
     def load(cls, path: Any) -> FrozenEncoder:

@@ -202,7 +202,7 @@ class CoGeoAD:
         ready = {i: o for i, o in enumerate(objs) if isinstance(o, Prepared)}
         if len(clouds) + len(ready) != len(objs):
             raise TypeError("objects: expected PointCloud or Prepared items")
-        fresh = iter(prepare_objects(clouds, self.encoder, self.views, splat=self.splat, desc=desc))
+        fresh = iter(prepare_objects(clouds, self.encoder, self.views, splat=self.splat, desc=desc) if clouds else [])
         out = [ready[i] if i in ready else next(fresh) for i in range(len(objs))]
         for p in out:
             if p.renders.views != tuple((float(a), float(b)) for a, b in self.views):
@@ -304,17 +304,18 @@ class CoGeoAD:
 
     def _train(self, preps: list[Prepared], rng: np.random.Generator) -> None:
         opt = torch.optim.Adam(self.heads_.parameters(), lr=self.lr)
-        masks = [torch.from_numpy(p.renders.mask.astype(np.float32)) for p in preps]
-        size = preps[0].renders.size
         grid = self.encoder.grid
+        # Deviation: the 2D focal + dice losses compare the patch-grid map with area-pooled GT masks (soft
+        # targets) instead of the map upsampled to H x W with the binary mask (4-16x cheaper on a CPU).
+        masks = [F.adaptive_avg_pool2d(torch.from_numpy(p.renders.mask.astype(np.float32))[:, None], grid)[:, 0]
+                 for p in preps]
         for _ in track(range(self.n_steps), "cogeoad prompt learning", total=self.n_steps):
             batch = rng.choice(len(preps), size=min(self.batch_size, len(preps)), replace=False)
             loss = torch.zeros(())
             for i in batch:
                 p = preps[int(i)]
                 out = self._forward(p)
-                up = F.interpolate(out["maps"].reshape(-1, 1, grid, grid), size=(size, size), mode="bilinear",
-                                   align_corners=False)[:, 0]
+                up = out["maps"].reshape(-1, grid, grid)
                 y2d = masks[int(i)]
                 seen = torch.from_numpy(p.renders.visibility.any(0))
                 yp = torch.from_numpy(p.cloud.labels.astype(np.float32))[seen]

@@ -168,7 +168,8 @@ def render_views(cloud: PointCloud, views: Sequence[tuple[float, float]] = DEFAU
         # + a radial bias: among splats at one depth the nearest point centre wins (Voronoi-like splats, so
         # that pixels carry their own point's label and colour, not a neighbour's)
         d_s = depth[ids] + off_x * slope_x[ids] - off_y * slope_y[ids] + 0.3 * step * (off_x**2 + off_y**2)
-        order = np.lexsort((ids, d_s, pix))  # by pixel, then depth, then point id (deterministic)
+        lo, span = d_s.min(), np.ptp(d_s) + 1e-12
+        order = np.argsort(pix + 0.999 * (d_s - lo) / span, kind="stable")  # by pixel, then depth, then id
         pix_s = pix[order]
         first = np.ones(len(order), bool)
         first[1:] = pix_s[1:] != pix_s[:-1]
