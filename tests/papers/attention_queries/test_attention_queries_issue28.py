@@ -275,3 +275,17 @@ def test_adaptive_falls_back_to_exact_at_large_rank(rank):
     assert est.fallback.startswith("exact")
     assert est.rank == 29
     assert relative_error(est.A, head.A) < 1e-9
+
+
+def test_precision_inference_recognises_bfloat16_and_float16():
+    from icml2026.papers.attention_queries import LowPrecisionHead, infer_precision
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(16)
+    bf16 = (x.astype(np.float32).view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32).astype(np.float64)
+    assert infer_precision(bf16)[1] == "bfloat16"
+    assert infer_precision(x.astype(np.float16).astype(np.float64))[1] == "float16"
+    assert infer_precision(np.array([0.0, 1.0, 2.0]))[1] == "float64"  # nothing to go on
+    head = random_single_head(4, 4, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="dtype"):
+        LowPrecisionHead(head.A, head.v, "int8")

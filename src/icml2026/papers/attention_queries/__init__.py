@@ -17,6 +17,8 @@ b, c, C                last-token and difference directions; ``C`` the basis of 
 R                      orthonormal row-space basis of Method 2b
 m, kappa               compressed-sensing measurements, m = kappa r d
 tau, B_x               noise tolerance ``tau``, query norm bound ``norm_bound``
+eps                    the oracle's relative precision ``precision`` (float32: 1.2e-7)
+margin                 min_j |v^T c_j|; Method 3 uses c_j = e_j + sign(v_j) v/||v|| (margin >= ||v||)
 V, W_1, b_1, W_2, b_2  one-layer Transformer value matrix and FFN weights (Method 4)
 H                      number of heads ``n_heads``
 =====================  ==========================================================
@@ -28,7 +30,7 @@ from .exact import NotIdentifiableError, recover_exact
 from .low_rank import factored_als, nuclear_norm_recovery, recover_low_rank
 from .model import HeadEstimate, SingleHeadAttention
 from .multihead import MultiHeadAttention, nonidentifiable_pair
-from .noisy import recover_noisy
+from .noisy import noisy_error_bound, recover_noisy, search_adversary
 from .one_layer import (
     FFNLearnerStub,
     OneLayerEstimate,
@@ -37,8 +39,9 @@ from .one_layer import (
     random_one_layer,
     recover_one_layer,
 )
-from .oracle import CountingOracle, NoisyOracle
-from .queries import SaturationError
+from .oracle import CountingOracle, NoisyOracle, SignPatternAdversary
+from .precision import LowPrecisionHead, NoiseModel, estimate_precision, infer_precision
+from .queries import NoisyConditionError, SaturationError, margin_directions
 
 __all__ = [
     "SingleHeadAttention",
@@ -53,6 +56,15 @@ __all__ = [
     "factored_als",
     "nuclear_norm_recovery",
     "recover_noisy",
+    "noisy_error_bound",
+    "search_adversary",
+    "margin_directions",
+    "SignPatternAdversary",
+    "NoisyConditionError",
+    "LowPrecisionHead",
+    "NoiseModel",
+    "estimate_precision",
+    "infer_precision",
     "SaturationError",
     "NotIdentifiableError",
     "least_squares_recovery",

@@ -73,7 +73,7 @@ def _representable_bf16(values: np.ndarray) -> bool:
 
 
 def infer_precision(answers: np.ndarray) -> tuple[float, str]:
-    """(eps, name) of the narrowest float type that represents every answer exactly (free, no query).
+    """(eps, name) of the coarsest float type that represents every answer exactly (free, no query).
 
     A float64 computation gives answers that are float32-representable with probability ~2^-29 each, so
     a few answers decide. Answers that are all small integers (e.g. exact zeros) fit every type: with fewer
@@ -83,10 +83,11 @@ def infer_precision(answers: np.ndarray) -> tuple[float, str]:
     informative = a[np.isfinite(a) & (a != np.round(a))]
     if informative.size < 3:
         return FLOAT64_EPS, "float64"
-    if _representable(informative, np.float16):
-        return float(np.finfo(np.float16).eps), "float16"
+    # coarsest first: bfloat16 values (8 significant bits) of moderate size are also float16 values
     if _representable_bf16(informative):
         return 2.0**-7, "bfloat16"
+    if _representable(informative, np.float16):
+        return float(np.finfo(np.float16).eps), "float16"
     if _representable(informative, np.float32):
         return float(np.finfo(np.float32).eps), "float32"
     return FLOAT64_EPS, "float64"
