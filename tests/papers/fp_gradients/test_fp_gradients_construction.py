@@ -173,7 +173,7 @@ def test_non_finite_seed_is_rejected():
         ([0.0, 1.0], [0.1, 1], [1, 1], "not a float32"),
         ([0.0, -0.0], [1, 1], [1, 1], "twice"),
         ([0.0, 1.0, 2.0], [1, 1], [1, 1], "one entry per point"),
-        ([[0.0], [1.0]], [1, 1], [1, 1], "one-dimensional"),
+        ([[0.0], [1.0]], [1, 1], [1, 1], "grads must be 2-dimensional"),  # 2-D xs: vector inputs
     ],
 )
 def test_bad_inputs(xs, values, grads, match):

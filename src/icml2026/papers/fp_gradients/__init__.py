@@ -41,6 +41,13 @@ from .semantics import (
     verify,
 )
 from .solver import ScalingSolution, solve_scaling, solve_single_scaling
+from .vector import (
+    VectorConstruction,
+    build_vector_construction,
+    construct_vector,
+    coordinate_scales,
+    random_vector_targets,
+)
 
 __all__ = [
     "construct",
@@ -72,4 +79,9 @@ __all__ = [
     "round_f32",
     "same_value",
     "count_mismatches",
+    "VectorConstruction",
+    "build_vector_construction",
+    "construct_vector",
+    "coordinate_scales",
+    "random_vector_targets",
 ]

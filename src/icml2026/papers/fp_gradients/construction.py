@@ -158,17 +158,22 @@ class Construction:
 
     def to_sequential(self) -> nn.Sequential:
         """The dense torch network: nn.Linear and nn.ReLU only, float32, on CPU."""
-        mods: list[nn.Module] = []
-        for layer in self.layers:
-            # skip_init: no default initialisation, so the global torch RNG is left untouched
-            lin = torch.nn.utils.skip_init(nn.Linear, layer.n_in, layer.n_out, dtype=torch.float32)
-            with torch.no_grad():
-                lin.weight.copy_(torch.from_numpy(layer.dense()))
-                lin.bias.copy_(torch.from_numpy(layer.bias.astype(np.float32)))
-            mods.append(lin)
-            if layer.relu:
-                mods.append(nn.ReLU())
-        return nn.Sequential(*mods)
+        return _to_sequential(self.layers)
+
+
+def _to_sequential(layers: list[SparseLayer]) -> nn.Sequential:
+    """Dense nn.Linear / nn.ReLU network of coordinate layers (float32, CPU)."""
+    mods: list[nn.Module] = []
+    for layer in layers:
+        # skip_init: no default initialisation, so the global torch RNG is left untouched
+        lin = torch.nn.utils.skip_init(nn.Linear, layer.n_in, layer.n_out, dtype=torch.float32)
+        with torch.no_grad():
+            lin.weight.copy_(torch.from_numpy(layer.dense()))
+            lin.bias.copy_(torch.from_numpy(layer.bias.astype(np.float32)))
+        mods.append(lin)
+        if layer.relu:
+            mods.append(nn.ReLU())
+    return nn.Sequential(*mods)
 
 
 # ----------------------------------------------------------------------------------------- exactness
@@ -176,7 +181,7 @@ def _f(x: float) -> Fraction:
     return Fraction(x)
 
 
-def _robust_sum(products: list[tuple[float, float]], bias: float = 0.0) -> float:
+def _robust_sum(products: list[tuple[float, float]], bias: float = 0.0, max_terms: int = 3) -> float:
     """fl(sum_i u_i v_i + bias), required to be the same for every order, tree and FMA choice.
 
     Only the non-zero terms are considered (adding a zero changes at most the sign of a zero).  Every
@@ -199,8 +204,8 @@ def _robust_sum(products: list[tuple[float, float]], bias: float = 0.0) -> float
         items.append((dyadic(bias), bias))
     if not items:
         return 0.0
-    if len(items) > 3:
-        raise _PlanFailure("a sum has more than 3 non-zero terms")
+    if len(items) > max_terms:
+        raise _PlanFailure(f"a sum has more than {max_terms} non-zero terms")
     results = set()
     for order in permutations(range(len(items))):
         accs = {items[order[0]][1]}
@@ -397,7 +402,7 @@ def _plan_point(
     lc = lam if lam_c is None else lam_c
     vfloor = -r
     # z = d / rho may be subnormal (down to 2^-145) when rho is huge and h tiny
-    dl = _mid(max(c - r, rl - 145, -r), min(c + r, rl + r, r)) + shift  # d; then A = a v_n = 2^(c - dl), z
+    dl = _mid(max(c - r, rl - 145, -145), min(c + r, rl + r, r)) + shift  # d; then A = a v_n = 2^(c - dl), z
     vn = _mid(max(c - r, c - dl - r, vfloor), min(c + r, c - dl + r, r))  # v_n; then T = 2^(c - vn), a
     if n == 0:
         v0 = vn
@@ -424,7 +429,8 @@ def _plan_point(
     if regime == "compensated":
         w_total = _find_compensation(zp, g)
     else:
-        bound = Fraction(2) ** -151 if g == 0 else Fraction(ulp_f32(g)) / 8
+        # "absorbed_deep" (vector inputs): |zP| < 2^-151 vanishes next to any partial sum, in any order
+        bound = Fraction(2) ** -151 if g == 0 or regime == "absorbed_deep" else Fraction(ulp_f32(g)) / 8
         if abs(zp) > bound:
             raise _PlanFailure("z * P too large to be absorbed")
         w_total = g
@@ -500,6 +506,12 @@ def _vp_weights(plan: PointPlan) -> tuple[float, float, float, float]:
 
 
 def simulate_point(plan: PointPlan) -> tuple[float, float]:
+    """Forward value and AD gradient of the network at x_k (see :func:`_simulate`)."""
+    y, dx, _ = _simulate(plan)
+    return y, dx
+
+
+def _simulate(plan: PointPlan) -> tuple[float, float, float]:
     """Forward value and AD gradient of the network at x_k, proved order/FMA-independent.
 
     Evaluates only the point's own units (all others are exactly zero and masked at x_k) with exact
@@ -548,7 +560,7 @@ def simulate_point(plan: PointPlan) -> tuple[float, float]:
     dx = _single(-s_p, d_vp)
     if max(bound_s, abs(d_vp)) > F32_MAX / 2 or not math.isfinite(dx):
         raise _PlanFailure("reverse pass would overflow")
-    return y, dx
+    return y, dx, gv
 
 
 # ------------------------------------------------------------------------------------------ public
@@ -807,4 +819,10 @@ def construct(
     own matmul and the left-to-right reference agree.  See :func:`build_construction` for the
     parameters and errors.
     """
+    if np.ndim(xs) == 2:  # vector inputs x in F^d (issue 27): grads has shape (K, d)
+        from .vector import build_vector_construction
+
+        if dtype != "float32":
+            _validate(np.zeros(1), np.zeros(1), np.zeros(1), dtype)  # the same dtype error
+        return build_vector_construction(xs, values, grads, phi).to_sequential()
     return build_construction(xs, values, grads, phi, dtype).to_sequential()

@@ -181,8 +181,9 @@ def reference_values_and_grads(
     if mode not in ("dense", "sparse"):
         raise ValueError(f"mode must be 'dense' or 'sparse', got {mode!r}")
     mats = [_as_coords(layer, mode) for layer in layers]
-    if mats[0][4] != 1 or mats[-1][3] != 1:
-        raise ValueError("the network must map one input to one output")
+    d_in = int(mats[0][4])
+    if mats[-1][3] != 1:
+        raise ValueError("the network must have one output")
     if orders is not None and len(orders) != len(layers):
         raise ValueError(f"orders needs one permutation per layer ({len(layers)}), got {len(orders)}")
     plans = []
@@ -198,12 +199,17 @@ def reference_values_and_grads(
             fwd = _slots(rows, cols, vals, n_out, rank)
             bwd = _slots(cols, rows, vals, n_in, np.arange(n_out))
         plans.append((w, bias, relu, order, fwd, bwd))
-    x_all = as_array(xs, "xs", dtype=np.float32).reshape(-1)
-    values, grads = np.empty_like(x_all), np.empty_like(x_all)
-    for start in range(0, x_all.size, chunk):
+    x_arr = as_array(xs, "xs", dtype=np.float32)
+    vector = x_arr.ndim == 2
+    if (vector and x_arr.shape[1] != d_in) or (not vector and d_in != 1):
+        raise ValueError(f"xs has shape {x_arr.shape} but the network takes {d_in} input(s)")
+    x_all = x_arr.reshape(-1, d_in)
+    values = np.empty(x_all.shape[0], dtype=np.float32)
+    grads = np.empty_like(x_all)
+    for start in range(0, x_all.shape[0], chunk):
         sl = slice(start, start + chunk)
         values[sl], grads[sl] = _reference_chunk(plans, x_all[sl], phi, mode)
-    return values, grads
+    return values, (grads if vector else grads[:, 0].copy())
 
 
 def _as_coords(layer, mode: str):  # type: ignore[no-untyped-def]
@@ -229,7 +235,7 @@ def _as_coords(layer, mode: str):  # type: ignore[no-untyped-def]
 
 
 def _reference_chunk(plans, x, phi, mode):  # type: ignore[no-untyped-def]
-    a = x.reshape(-1, 1)
+    a = x
     pres = []
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         for w, b, relu, order, fwd, _ in plans:
@@ -253,7 +259,7 @@ def _reference_chunk(plans, x, phi, mode):  # type: ignore[no-untyped-def]
                 if not np.all(np.isfinite(d_pre)):
                     raise ValueError("sparse mode needs finite deltas (0 * inf would be NaN); use dense")
                 delta = _sparse_sum(d_pre, *bwd)
-    return values, delta[:, 0].copy()
+    return values, delta.copy()
 
 
 def torch_values_and_grads(net: nn.Module, xs: np.ndarray, phi: PhiLike) -> tuple[np.ndarray, np.ndarray]:
@@ -263,12 +269,15 @@ def torch_values_and_grads(net: nn.Module, xs: np.ndarray, phi: PhiLike) -> tupl
     the network output with that seed gives exactly what ``phi(net(x)).backward()`` gives for the
     single input x (reverse mode is seed-then-backpropagate).
     """
-    x = torch.tensor(as_array(xs, "xs", dtype=np.float32).reshape(-1, 1), requires_grad=True)
+    x_arr = as_array(xs, "xs", dtype=np.float32)
+    vector = x_arr.ndim == 2
+    x = torch.tensor(x_arr if vector else x_arr.reshape(-1, 1), requires_grad=True)
     y = net(x)
     values = y.detach().numpy()[:, 0].copy()
     seeds = torch.from_numpy(phi_seeds(phi, values).reshape(-1, 1))
     (grad,) = torch.autograd.grad(y, x, grad_outputs=seeds)
-    return values, grad.detach().numpy()[:, 0].copy()
+    g = grad.detach().numpy()
+    return values, (g.copy() if vector else g[:, 0].copy())
 
 
 def verify(
@@ -293,19 +302,30 @@ def verify(
     -------
     Verification with the four mismatch counts (torch / reference, values / gradients).
     """
-    xs32 = as_array(xs, "xs", dtype=np.float32).reshape(-1)
-    g32 = as_array(values, "values", dtype=np.float32).reshape(-1)
-    h32 = as_array(grads, "grads", dtype=np.float32).reshape(-1)
-    if not (xs32.size == g32.size == h32.size):
-        raise ValueError(f"xs, values and grads need equal lengths, got {xs32.size}, {g32.size}, {h32.size}")
+    x_arr = as_array(xs, "xs", dtype=np.float32)
+    if x_arr.ndim == 2:  # vector inputs: grads (K, d), compared coordinate by coordinate
+        xs32 = x_arr
+        g32 = as_array(values, "values", dtype=np.float32).reshape(-1)
+        h32 = as_array(grads, "grads", dtype=np.float32)
+        if g32.shape != (xs32.shape[0],) or h32.shape != xs32.shape:
+            raise ValueError(
+                f"for xs of shape {xs32.shape}, values need shape ({xs32.shape[0]},) and grads "
+                f"{xs32.shape}; got {g32.shape} and {h32.shape}"
+            )
+    else:
+        xs32 = x_arr.reshape(-1)
+        g32 = as_array(values, "values", dtype=np.float32).reshape(-1)
+        h32 = as_array(grads, "grads", dtype=np.float32).reshape(-1)
+        if not (xs32.size == g32.size == h32.size):
+            raise ValueError(f"xs, values and grads need equal lengths, got {xs32.size}, {g32.size}, {h32.size}")
     layers = layers_from_sequential(net)
     if reference == "auto":
-        cost = xs32.size * sum(layer.weight.size for layer in layers)
+        cost = xs32.shape[0] * sum(layer.weight.size for layer in layers)
         reference = "dense" if cost <= _AUTO_DENSE_LIMIT else "sparse"
     yt, dt = torch_values_and_grads(net, xs32, phi)
     yr, dr = reference_values_and_grads(layers, xs32, phi, mode=reference)
     return Verification(
-        n_points=int(xs32.size),
+        n_points=int(xs32.shape[0]),
         value_mismatches_torch=count_mismatches(yt, g32),
         grad_mismatches_torch=count_mismatches(dt, h32),
         value_mismatches_reference=count_mismatches(yr, g32),
