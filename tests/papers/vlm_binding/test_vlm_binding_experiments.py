@@ -31,4 +31,4 @@ def test_regimes_smoke_reports_every_regime_and_figure() -> None:
     for r in ("text-only", "text-long", "image-text", "noise-text"):
         assert 0.0 <= out.metrics[f"{r}_ood_acc"] <= 1.0
     assert {"accuracy_vs_n", "probes_per_layer", "interchange_text_only", "interchange_image_text"} <= set(out.figures)
-    assert len(out.checks) == 8
+    assert len(out.checks) == 9
