@@ -52,7 +52,7 @@ class GeneratorConfig:
     "pre-trained here classifies colour and shape of single-object cells with >= 99% accuracy.",
     presets={
         "smoke": GeneratorConfig(n_samples=20, n_max=8, encoder_steps=20),
-        "quick": GeneratorConfig(n_samples=100, encoder_steps=400),
+        "quick": GeneratorConfig(n_samples=100, encoder_steps=600),
         "full": GeneratorConfig(),
     },
 )
