@@ -289,3 +289,14 @@ def test_precision_inference_recognises_bfloat16_and_float16():
     head = random_single_head(4, 4, np.random.default_rng(0))
     with pytest.raises(ValueError, match="dtype"):
         LowPrecisionHead(head.A, head.v, "int8")
+
+
+def test_float32_weights_in_a_float64_model_are_not_mistaken_for_a_float32_oracle():
+    # single-token answers are v_i themselves; one counted pair answer tells the arithmetic apart
+    head = random_single_head(8, 8, np.random.default_rng(0))
+    h32 = SingleHeadAttention(head.A, head.v.astype(np.float32).astype(np.float64))
+    oracle = CountingOracle(h32)
+    est = recover_exact(oracle, 8)
+    assert est.precision_source.startswith("auto:float64")
+    assert est.n_queries == oracle.n_queries == 72 + 1 and est.n_probe_queries == 1
+    assert relative_error(est.A, h32.A) < 1e-10

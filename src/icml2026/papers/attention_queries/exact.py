@@ -13,7 +13,14 @@ import numpy as np
 
 from .model import HeadEstimate, check_dim
 from .oracle import CountingOracle, as_counting
-from .precision import FLOAT64_EPS, NoiseModel, estimate_precision, resolve_precision, saturation_for_precision
+from .precision import (
+    FLOAT64_EPS,
+    NoiseModel,
+    estimate_precision,
+    representable_in,
+    resolve_precision,
+    saturation_for_precision,
+)
 from .queries import choose_directions, learn_value, margin_directions, measure_bilinear
 
 __all__ = ["recover_exact", "check_identifiable", "NotIdentifiableError", "pair_scale", "PILOT_LOGIT_FRACTION"]
@@ -41,6 +48,22 @@ def _resolve(
         eps = estimate_precision(counter, d)
         return eps, "estimated", counter.n_queries - before
     eps, source = resolve_precision(precision, v_answers)
+    if source.startswith("auto:") and eps > 4 * FLOAT64_EPS and d >= 2:
+        # The single-token answers are v_i themselves: float32 weights in a float64 model look like a
+        # float32 oracle. One counted pair answer (through the softmax) settles it.
+        before = counter.n_queries
+        X = np.zeros((2, d))
+        X[0, 0], X[0, 1], X[1, 0], X[1, 1] = (
+            0.7310585786300049,
+            0.2689414213699951,
+            0.3775406687981454,
+            0.6224593312018546,
+        )
+        pair = float(counter(X))
+        if not representable_in(np.array([pair]), source.split(":", 1)[1]):
+            # the pair answer has more digits than the inferred type holds: a float64 computation
+            eps, source = FLOAT64_EPS, "auto:float64 (low-precision weights, float64 arithmetic)"
+        return eps, source, counter.n_queries - before
     return eps, source, 0
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "NoiseModel",
     "FLOAT64_EPS",
     "infer_precision",
+    "representable_in",
     "estimate_precision",
     "resolve_precision",
     "saturation_for_precision",
@@ -70,6 +71,16 @@ def _representable_bf16(values: np.ndarray) -> bool:
     if not np.all(f32.astype(np.float64) == values):
         return False
     return bool(np.all((f32.view(np.uint32) & np.uint32(0xFFFF)) == 0))
+
+
+def representable_in(values: np.ndarray, name: str) -> bool:
+    """Whether every value is exactly representable in the float type ``name`` (as infer_precision names)."""
+    a = np.asarray(values, dtype=np.float64).reshape(-1)
+    if name == "bfloat16":
+        return _representable_bf16(a)
+    if name in ("float16", "float32"):
+        return _representable(a, np.float16 if name == "float16" else np.float32)
+    return True
 
 
 def infer_precision(answers: np.ndarray) -> tuple[float, str]:
