@@ -218,7 +218,7 @@ def measure_bilinear(
     -------
     Measurements with y and dy of shape (k,). An answer is accepted only when the error bound maps alpha
     into an interval inside (0, 1), so that dy is finite; dy bounds |y_hat - y| whenever every answer
-    obeys the noise model (first order in nothing: the interval is propagated exactly through the logit).
+    obeys the noise model (the interval is propagated exactly through the logit, not to first order).
 
     Raises
     ------
