@@ -131,6 +131,7 @@ def recover_exact(
     rows = np.repeat(np.eye(d), d, axis=0)  # pair (i, j) -> b = e_i
     cols = np.tile(C.T, (d, 1))  # pair (i, j) -> c = c_j
     kw = dict(saturation=saturation, batch=batch, noise=noise, v_err=v_err, adapt=low_precision)
+    # Deviation: the brief asks all d^2 pairs at s = 1; a pilot row sets the others' scale (fewer retries).
     pilot = measure_bilinear(counter, v, rows[:d], cols[:d], **kw)  # type: ignore[arg-type]
     s_rest = pair_scale(pilot.y, saturation)
     rest = measure_bilinear(counter, v, rows[d:], cols[d:], scale=s_rest, **kw)  # type: ignore[arg-type]

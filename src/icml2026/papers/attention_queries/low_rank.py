@@ -197,6 +197,7 @@ def _adaptive(
             sv = np.linalg.svd(np.vstack([*a_rows, row]), compute_uv=False)
             # Rank tolerance from the precision: a singular value below the rows' perturbation bound
             # (Weyl: |sigma_k(R + E) - sigma_k(R)| <= ||E||_F) cannot be told from zero.
+            # Deviation: the brief fixes the relative threshold at 1e-8 (float64 only).
             tol = max(RANK_TOL * sv[0], RANK_SAFETY * math.sqrt(row_err2 + this_err2))
             if tol > MAX_RANK_TOL * sv[0]:
                 raise NoisyConditionError(
@@ -257,6 +258,7 @@ def _adaptive(
         AR = np.linalg.solve(T.T, ART.T).T
         A = AR @ R.T
     if rank is not None and r < d:
+        # Deviation: a given rank is verified with N_VERIFY counted queries ((2r + 1) d + 4, not (2r + 1) d).
         n_probe += _verify_rank(counter, v, A, rank, rng, eps, kw)
     return HeadEstimate(
         A=A,

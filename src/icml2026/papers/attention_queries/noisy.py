@@ -108,6 +108,7 @@ def recover_noisy(
             f"indistinguishable from 0 at tolerance tau = {tau:.3g} with norm bound B_x = {B:.3g} "
             "(not identifiable at this noise level); raise norm_bound or lower tau"
         ) from exc
+    # Deviation: the brief reuses Method 1's directions (margin |v_j|, ~1/d); these have margin >= ||v||.
     C = margin_directions(v)
     rows = np.repeat(np.eye(d), d, axis=0)  # b = e_i
     cols = np.tile(C.T, (d, 1))  # c = c_j
@@ -126,6 +127,7 @@ def recover_noisy(
         noise=noise,
         v_err=v_err,
         s_max=s_max,
+        # Deviation: one SNR re-ask per pair (counted) on top of the brief's "scale so that |logit| <= ~1".
         adapt=True,
     )
     C_inv = np.linalg.inv(C)

@@ -40,6 +40,7 @@ __all__ = [
 FLOAT64_EPS = float(np.finfo(np.float64).eps)
 # Rounding of a softmax-weighted sum accumulates a few roundings per term; the eps of the answers' type is
 # multiplied by this to bound the error of one answer (our choice; checked on float32 and float16 oracles).
+# Deviation: the brief has no precision model (float64 assumed); this factor is ours.
 PRECISION_SAFETY = 8.0
 _BRIEF_SATURATION = 1e-9  # brief, Method 1 step 4 (float64 oracle)
 
