@@ -135,7 +135,7 @@ def minilm_path() -> Path:
 
 def load_tokenizer() -> PreTrainedTokenizerFast:
     """The uncased BERT WordPiece tokenizer of MiniLM-L6 (vocab 30,522), reused by the from-scratch models."""
-    from transformers import BertTokenizerFast
+    from transformers import BertTokenizerFast  # type: ignore[attr-defined]
 
     return BertTokenizerFast.from_pretrained(str(minilm_path()))
 

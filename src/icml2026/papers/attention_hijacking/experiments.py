@@ -56,10 +56,11 @@ class AHConfig:
     strip_perturb: int = param(8, 2, 32, help="STRIP perturbed copies per input")
 
 
-_SMOKE = dict(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_learners=1, n_train=64, n_test=40, seq_len=24,
+_SMOKE: dict[str, Any] = dict(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_learners=1, n_train=64, n_test=40, seq_len=24,
               n_strip=10, strip_perturb=2, search_every=1)
-_QUICK = dict(mlm_steps=150, mlm_batch=16, n_seeds=3, n_steps=40, n_learners=5, n_train=2000, n_test=300,
-              n_strip=40, strip_perturb=4, search_every=10)
+# Deviation: the quick preset's outer lr is 10x the base code's (40 outer steps instead of thousands)
+_QUICK: dict[str, Any] = dict(mlm_steps=100, mlm_batch=16, n_seeds=3, n_steps=40, n_learners=5, n_train=2000,
+                              n_test=300, n_strip=40, strip_perturb=4, search_every=10, lr=0.1)
 
 
 @functools.lru_cache(maxsize=4)
@@ -205,8 +206,8 @@ def _mechanism_checks(m: dict[str, float]) -> list[Check]:
 @experiment(
     "attention_hijacking.anchor",
     claim="AH with the anchor trigger 'film' reaches ASR >= 95 % at CTA >= clean DD - 1 point, and the victims' "
-    "last-layer CLS attention puts >= 0.5 of its mass on the trigger (<= 0.15 after clean DD); victims are fresh learners trained only on the published distilled set; NaiveAttack, DoorPing, "
-    "TBADD and STRIP reported beside it.",
+    "last-layer CLS attention puts >= 0.5 of its mass on the trigger (<= 0.15 after clean DD); victims are fresh learners trained only on the published "
+    "distilled set; NaiveAttack, DoorPing, TBADD and STRIP reported beside it.",
     presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig()},
 )
 def anchor(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
@@ -225,8 +226,8 @@ def anchor(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
 @experiment(
     "attention_hijacking.noise",
     claim="AH with the noise trigger 'cf' reaches ASR >= 90 % at CTA >= clean DD - 3 points with attention "
-    "segregation (other heads' clean/triggered KL <= 0.1); victims are fresh learners trained only on the published distilled set; NaiveAttack, DoorPing, "
-    "TBADD and STRIP reported beside it.",
+    "segregation (other heads' clean/triggered KL <= 0.1); victims are fresh learners trained only "
+    "on the published distilled set; NaiveAttack, DoorPing, TBADD and STRIP reported beside it.",
     presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig()},
 )
 def noise(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
@@ -243,8 +244,8 @@ def noise(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
 @experiment(
     "attention_hijacking.functional",
     claim="AH with the functional trigger 'also' reaches ASR >= 90 % at CTA >= clean DD - 3 points (the noise "
-    "trigger's criterion applied to function words); victims are fresh learners trained only on the published distilled set; NaiveAttack, DoorPing, "
-    "TBADD and STRIP reported beside it.",
+    "trigger's criterion applied to function words); victims are fresh learners trained only on the "
+    "published distilled set; NaiveAttack, DoorPing, TBADD and STRIP reported beside it.",
     presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig()},
 )
 def functional(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
@@ -282,8 +283,8 @@ class BaseDDConfig:
     "fine-tuning on 1 random real sample per class by >= 5 points (BERT-Tiny-MLM, RT).",
     presets={"smoke": BaseDDConfig(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_learners=1, n_train=64,
                                    n_test=40, seq_len=24, finetune_steps=2),
-             "quick": BaseDDConfig(mlm_steps=150, mlm_batch=16, n_seeds=3, n_steps=40, n_learners=5, n_train=2000,
-                                   n_test=300, finetune_steps=60),
+             "quick": BaseDDConfig(mlm_steps=100, mlm_batch=16, n_seeds=3, n_steps=40, n_learners=5, n_train=2000,
+                                   n_test=300, finetune_steps=60, lr=0.1),
              "full": BaseDDConfig()},
 )
 def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
@@ -348,7 +349,7 @@ def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     clean_test = encode(tok, test.texts, cfg.seq_len)
     nt = np.flatnonzero(test.labels != TARGET)
     trig_test = encode_triggered(tok, [test.texts[i] for i in nt], trigger, cfg.seq_len, r_pool)
-    variants = {"full": {}, "no_hijack": {"beta": 0.0}, "no_seg": {"gamma": 0.0},
+    variants: dict[str, dict[str, Any]] = {"full": {}, "no_hijack": {"beta": 0.0}, "no_seg": {"gamma": 0.0},
                 "no_attention_labels": {"attention_label_type": "none"}, "unpinned": {"pin_trigger": False}}
     per: dict[str, list[float]] = {}
     rows = []

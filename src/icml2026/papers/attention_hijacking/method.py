@@ -489,7 +489,8 @@ def distill(model_factory: LearnerFactory, data: TextDataset, cfg: DistillConfig
 
 
 def _publish(materialise: Any, poisoned: np.ndarray, cfg: DistillConfig, bd_layer: int, bd_heads: tuple[int, ...],
-             poison: RealPoison | None, cur_trigger: int | None, tok: Any, hist: dict[str, list[float]]) -> DistilledSet:
+             poison: RealPoison | None, cur_trigger: int | None, tok: Any,
+             hist: dict[str, list[float]]) -> DistilledSet:
     import torch
 
     with torch.no_grad():
