@@ -168,9 +168,9 @@ class ZeroShotConfig:
     view_set: ViewSet = "paper"
     n_aux_categories: int = param(3, 1, 3, help="auxiliary categories used")
     n_test_categories: int = param(5, 1, 5, help="unseen test categories used")
-    n_aux_normal: int = param(4, 1, 20, help="normal objects per auxiliary category")
-    n_aux_defective: int = param(8, 1, 40, help="defective objects per auxiliary category")
-    n_test_normal: int = param(4, 2, 40, help="normal objects per test category")
+    n_aux_normal: int = param(3, 1, 20, help="normal objects per auxiliary category")
+    n_aux_defective: int = param(7, 1, 40, help="defective objects per auxiliary category")
+    n_test_normal: int = param(3, 2, 40, help="normal objects per test category")
     n_test_defective: int = param(8, 8, 40, help="defective objects per test category (>= 8: every type)")
     pretrain_objects: int = param(4, 1, 20, help="normal objects per auxiliary category for pre-training")
     pretrain_steps: int = param(60, 1, 3000, help="masked-reconstruction steps of the backbone")
@@ -283,7 +283,9 @@ def zero_shot(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
         for name, rv in zip(VARIANTS, spawn(r_fit, len(VARIANTS)), strict=True):
             kw = _fit_kwargs(cfg)
             model = make_variant(name, enc, **kw) if name == "pointad" else make_variant(name, enc, views=views, **kw)
-            if model.views not in cache:
+            if model.views not in cache and set(model.views) <= set(views):
+                cache[model.views] = tuple([p.select_views(model.views) for p in part] for part in cache[views])
+            elif model.views not in cache:
                 cache[model.views] = (prepare_objects(aux, enc, model.views, desc="aux render + encode"),
                                       prepare_objects(test, enc, model.views, desc="test render + encode"))
             pa, pt = cache[model.views]

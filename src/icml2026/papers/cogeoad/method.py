@@ -56,6 +56,21 @@ class Prepared:
     interp_w: np.ndarray
 
 
+    def select_views(self, views: Sequence[tuple[float, float]]) -> Prepared:
+        """The same object restricted to a subset of its rendered views (no re-rendering)."""
+        have = list(self.renders.views)
+        try:
+            idx = [have.index((float(a), float(b))) for a, b in views]
+        except ValueError:
+            raise ValueError(f"views: {tuple(views)} are not all among the rendered views") from None
+        r = self.renders
+        sub = Renders(r.colour[idx], r.geometry[idx], r.mask[idx], r.index[idx], r.pixels[idx], r.visibility[idx],
+                      tuple(have[i] for i in idx), r.size)
+        return Prepared(self.cloud, sub, {m: t[:, idx] for m, t in self.tokens.items()},
+                        {m: c[:, idx] for m, c in self.cls.items()}, {m: x[idx] for m, x in self.small.items()},
+                        self.interp_idx[idx], self.interp_w[idx])
+
+
 def _interp(pixels: np.ndarray, size: int, grid: int) -> tuple[np.ndarray, np.ndarray]:
     patch = size / grid
     gy = pixels[..., 0] / patch - 0.5
