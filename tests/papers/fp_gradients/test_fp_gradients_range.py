@@ -149,3 +149,22 @@ def test_no_check_puts_a_brief_or_prototype_figure_in_the_paper_column():
         assert not any(word in low for word in ("brief", "prototype", "ours", "our ")), text
     card = (root / "README.md").read_text().lower()
     assert "prototype)" not in card and "brief's prototype" not in card
+
+
+@pytest.mark.parametrize("activation", ["elu", "gelu", "silu", "sigmoid", "tanh"])
+def test_other_activations_are_refused_with_the_reason(activation):
+    from icml2026.papers.fp_gradients import construct
+
+    xs = np.array([0.0, 1.0], F32)
+    with pytest.raises(ValueError, match="not implemented.*kink"):
+        construct(xs, xs, xs, "identity", activation=activation)
+    with pytest.raises(ValueError, match="unknown activation"):
+        construct(xs, xs, xs, "identity", activation="swish2")
+    assert isinstance(construct(xs, xs, xs, "identity", activation="relu"), torch.nn.Sequential)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_formats_are_refused_with_the_reason(dtype):
+    xs = np.array([0.0, 1.0], F32)
+    with pytest.raises(ValueError, match="format-generic planner"):
+        build_construction(xs, xs, xs, "identity", dtype=dtype)

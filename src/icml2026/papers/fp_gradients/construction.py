@@ -567,8 +567,11 @@ def _simulate(plan: PointPlan) -> tuple[float, float, float]:
 def _validate(xs: np.ndarray, values: np.ndarray, grads: np.ndarray, dtype: str) -> tuple[np.ndarray, ...]:
     if dtype != "float32":
         raise ValueError(
-            f"dtype {dtype!r} is not supported: only 'float32' is implemented (float16/bfloat16 are a "
-            "stretch goal left out, see the card)"
+            f"dtype {dtype!r} is not supported: only 'float32' is implemented. The planner's exact "
+            "rounding and its magnitude windows (values 2^-123..2^123, 24-bit gain steps) are float32's; "
+            "float16 (exponents -14..15) and bfloat16 (8-bit significands) need a format-generic planner, "
+            "and torch's CPU half-precision matmul may accumulate in float32, which is not the "
+            "round-every-operation semantics the construction is proved for (see the card)"
         )
     out = []
     for name, arr in (("xs", xs), ("values", values), ("grads", grads)):
@@ -598,8 +601,31 @@ def _validate(xs: np.ndarray, values: np.ndarray, grads: np.ndarray, dtype: str)
     return xs32, g32, h32
 
 
+#: activations the paper covers; only ReLU is built here (the card says why the others are not)
+PAPER_ACTIVATIONS = ("relu", "elu", "gelu", "silu", "sigmoid", "tanh")
+
+
+def check_activation(activation: str) -> None:
+    """Refuse, with the reason, every activation but ReLU (issue 27 asks for all six; not done)."""
+    if activation == "relu":
+        return
+    if activation in PAPER_ACTIVATIONS:
+        raise ValueError(
+            f"activation {activation!r} is not implemented: the order-robust construction relies on "
+            "ReLU's exact kink (value 0 and AD slope 0 at pre-activation 0, and exactly 0 on the whole "
+            "negative side); ELU/GELU/SiLU pass gradient at 0 and tanh/sigmoid/ELU saturate at non-zero "
+            "values, which the planner does not model yet (see the card)"
+        )
+    raise ValueError(f"unknown activation {activation!r}; the paper's are {PAPER_ACTIVATIONS}")
+
+
 def build_construction(
-    xs: np.ndarray, values: np.ndarray, grads: np.ndarray, phi: PhiLike, dtype: str = "float32"
+    xs: np.ndarray,
+    values: np.ndarray,
+    grads: np.ndarray,
+    phi: PhiLike,
+    dtype: str = "float32",
+    activation: str = "relu",
 ) -> Construction:
     """Plan the network of Claim 1 (values g and AD gradients h on a finite domain), with its weights.
 
@@ -609,7 +635,8 @@ def build_construction(
     values : (K,) float32 targets g_k = f(x_k).
     grads : (K,) float32 targets h_k = D^AD(phi o f)(x_k).
     phi : "identity", "half_square" (0.5 y^2), "softplus", or a torch-differentiable callable.
-    dtype : only "float32".
+    dtype : only "float32" (float16 / bfloat16 refused with the reason).
+    activation : only "relu"; the paper's other activations are refused with the reason (card).
 
     Raises
     ------
@@ -617,6 +644,7 @@ def build_construction(
         When a condition fails (seed rho_k = D^AD phi(g_k) zero or not finite where needed, a point off
         the grid the construction needs, overflow), naming the points and the reason.
     """
+    check_activation(activation)
     xs32, g32, h32 = _validate(xs, values, grads, dtype)
     resolve_phi(phi)
     # Deviation: not the brief's 3-hidden-layer fixed-order network (kept in baselines.py), but an
@@ -810,7 +838,12 @@ def _sparse(rows, cols, vals, bias, n_in, relu) -> SparseLayer:  # type: ignore[
 
 
 def construct(
-    xs: np.ndarray, values: np.ndarray, grads: np.ndarray, phi: PhiLike, dtype: str = "float32"
+    xs: np.ndarray,
+    values: np.ndarray,
+    grads: np.ndarray,
+    phi: PhiLike,
+    dtype: str = "float32",
+    activation: str = "relu",
 ) -> nn.Sequential:
     """Claim 1: a float32 ReLU network f with f(x_k) = g_k and D^AD(phi o f)(x_k) = h_k bit-exactly.
 
@@ -819,6 +852,7 @@ def construct(
     own matmul and the left-to-right reference agree.  See :func:`build_construction` for the
     parameters and errors.
     """
+    check_activation(activation)
     if np.ndim(xs) == 2:  # vector inputs x in F^d (issue 27): grads has shape (K, d)
         from .vector import build_vector_construction
 
