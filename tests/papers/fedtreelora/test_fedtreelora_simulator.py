@@ -167,3 +167,19 @@ def test_client_lora_matches_peft(tiny) -> None:  # type: ignore[no-untyped-def]
         pm.eval()
         ref = pm(input_ids=x[k]).last_hidden_state
         torch.testing.assert_close(hs[k], ref, atol=1e-5, rtol=1e-5)
+
+
+def test_backbone_save_and_from_pretrained_roundtrip(tiny, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from icml2026.papers.fedtreelora import Backbone
+
+    backbone, clients = tiny
+    backbone.save_pretrained(tmp_path / "bb")
+    loaded = Backbone.from_pretrained(tmp_path / "bb")
+    x = torch.as_tensor(clients[0].x_test[:3])
+    with torch.no_grad():
+        torch.testing.assert_close(
+            loaded.model(input_ids=x).last_hidden_state, backbone.model(input_ids=x).last_hidden_state
+        )
+    assert not any(p.requires_grad for p in loaded.model.parameters())
+    with pytest.raises(ValueError, match="config.json"):
+        Backbone.from_pretrained(tmp_path / "missing")
