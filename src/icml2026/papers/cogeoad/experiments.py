@@ -32,7 +32,7 @@ from .data import (
 )
 from .method import CoGeoAD, Prepared, prepare_objects
 from .metrics import aupro, average_precision, image_auroc, point_auroc
-from .render import DEFAULT_VIEWS, POINTAD_VIEWS, SMALL_VIEWS, estimate_normals, lift_to_points, render_views
+from .render import DEFAULT_VIEWS, SMALL_VIEWS, estimate_normals, lift_to_points, render_views
 
 ViewSet = Literal["paper", "small"]
 SUBSETS = {"colour": COLOUR_DEFECTS, "geometry": GEOMETRY_DEFECTS, "mixed": ("mixed",), "all": DEFECTS}
@@ -201,8 +201,8 @@ def _encoder(cfg: ZeroShotConfig, rng: np.random.Generator) -> FrozenEncoder:
         r = render_views(o, views, cfg.image_size)
         imgs += [r.colour, np.repeat(r.geometry[..., None], 3, -1)]
     # Deviation: patch 4 instead of the brief's 8 (an 8 x 8 grid at 64 px cannot localise the defects)
-    model = pretrain_backbone(np.concatenate(imgs), rng, patch=cfg.patch, width=cfg.width, depth=cfg.depth, taps=_taps(cfg.depth),
-                              n_steps=cfg.pretrain_steps, batch_size=16)
+    model = pretrain_backbone(np.concatenate(imgs), rng, patch=cfg.patch, width=cfg.width, depth=cfg.depth,
+                              taps=_taps(cfg.depth), n_steps=cfg.pretrain_steps, batch_size=16)
     return FrozenEncoder(model)
 
 
@@ -232,9 +232,11 @@ def _view_figure(model: CoGeoAD, prep: Prepared) -> Any:
     v = prep.renders.n_views
     fig.set_size_inches(max(6.0, 0.9 * v), 3.2)
     for k in range(v):
-        for row, (img, kw) in enumerate(((prep.renders.colour[k], {}),
-                                         (prep.renders.geometry[k], {"cmap": "gray", "vmin": 0, "vmax": 1}),
-                                         (maps[k], {"cmap": "jet", "vmin": 0, "vmax": 1}))):
+        styles: tuple[tuple[np.ndarray, dict[str, Any]], ...] = (
+            (prep.renders.colour[k], {}),
+            (prep.renders.geometry[k], {"cmap": "gray", "vmin": 0, "vmax": 1}),
+            (maps[k], {"cmap": "jet", "vmin": 0, "vmax": 1}))
+        for row, (img, kw) in enumerate(styles):
             ax = fig.add_subplot(3, v, row * v + k + 1)
             ax.imshow(img, **kw)
             ax.set_xticks([])
@@ -284,7 +286,8 @@ def zero_shot(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
             kw = _fit_kwargs(cfg)
             model = make_variant(name, enc, **kw) if name == "pointad" else make_variant(name, enc, views=views, **kw)
             if model.views not in cache and set(model.views) <= set(views):
-                cache[model.views] = tuple([p.select_views(model.views) for p in part] for part in cache[views])
+                cache[model.views] = ([p.select_views(model.views) for p in cache[views][0]],
+                                      [p.select_views(model.views) for p in cache[views][1]])
             elif model.views not in cache:
                 cache[model.views] = (prepare_objects(aux, enc, model.views, desc="aux render + encode"),
                                       prepare_objects(test, enc, model.views, desc="test render + encode"))

@@ -88,7 +88,8 @@ def _interp(pixels: np.ndarray, size: int, grid: int) -> tuple[np.ndarray, np.nd
 
 
 def prepare_objects(clouds: Sequence[PointCloud], encoder: ImageEncoder, views: Sequence[tuple[float, float]]
-                    = DEFAULT_VIEWS, *, splat: int | None = None, desc: str = "cogeoad render + encode") -> list[Prepared]:
+                    = DEFAULT_VIEWS, *, splat: int | None = None,
+                    desc: str = "cogeoad render + encode") -> list[Prepared]:
     """Render every cloud from ``views`` (one projection pass each) and encode both modalities once."""
     size = int(getattr(encoder, "image_size", 64))
     out = []
@@ -181,11 +182,13 @@ class CoGeoAD:
                  similarity: Literal["per_layer", "fused"] = "per_layer",
                  prompts: Literal["learned", "fixed"] = "learned", entropy_sign: float = 1.0,
                  lam_ent: float = 0.1, gamma: float = 1.0, tau: float = 1.0, n_steps: int = 100,
-                 batch_size: int = 8, lr: float = 5e-3, top_k: float = 0.02, logit_scale: float = 1 / 0.07) -> None:
+                 batch_size: int = 8, lr: float = 5e-3, top_k: float = 0.02,
+                 logit_scale: float = 1 / 0.07) -> None:
         self.encoder, self.streams, self.views, self.splat = encoder, tuple(streams), tuple(views), splat
         self.view_attention, self.layers, self.similarity, self.prompts = view_attention, layers, similarity, prompts
         self.entropy_sign, self.lam_ent, self.gamma, self.tau = entropy_sign, lam_ent, gamma, tau
-        self.n_steps, self.batch_size, self.lr, self.top_k, self.logit_scale = n_steps, batch_size, lr, top_k, logit_scale
+        self.n_steps, self.batch_size, self.lr = n_steps, batch_size, lr
+        self.top_k, self.logit_scale = top_k, logit_scale
 
     # ------------------------------------------------------------------------------------ validation
     def _validate(self) -> None:
@@ -199,25 +202,28 @@ class CoGeoAD:
                               ("prompts", self.prompts, ("learned", "fixed"))):
             if val not in ok:
                 raise ValueError(f"{name} = {val!r}: must be one of {ok}")
-        for name, val, lo in (("lam_ent", self.lam_ent, 0.0), ("gamma", self.gamma, 1e-9), ("tau", self.tau, 1e-9),
-                              ("lr", self.lr, 1e-12), ("logit_scale", self.logit_scale, 1e-9)):
-            if not isinstance(val, (int, float)) or not np.isfinite(val) or val < lo:
-                raise ValueError(f"{name} = {val!r}: must be a finite number >= {lo:g}")
+        for fname, fval, lo in (("lam_ent", self.lam_ent, 0.0), ("gamma", self.gamma, 1e-9),
+                                ("tau", self.tau, 1e-9), ("lr", self.lr, 1e-12),
+                                ("logit_scale", self.logit_scale, 1e-9)):
+            if not isinstance(fval, (int, float)) or not np.isfinite(fval) or fval < lo:
+                raise ValueError(f"{fname} = {fval!r}: must be a finite number >= {lo:g}")
         if self.entropy_sign not in (-1, 0, 1):
             raise ValueError(f"entropy_sign = {self.entropy_sign!r}: must be -1, 0 or +1")
         if not 0 < self.top_k <= 1:
             raise ValueError(f"top_k = {self.top_k!r}: must be in (0, 1]")
-        for name, val in (("n_steps", self.n_steps), ("batch_size", self.batch_size)):
-            if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < (0 if name == "n_steps" else 1):
-                raise ValueError(f"{name} = {val!r}: must be a non-negative integer" if name == "n_steps"
-                                 else f"{name} = {val!r}: must be a positive integer")
+        for iname, ival in (("n_steps", self.n_steps), ("batch_size", self.batch_size)):
+            if isinstance(ival, bool) or not isinstance(ival, (int, np.integer)) \
+                    or ival < (0 if iname == "n_steps" else 1):
+                raise ValueError(f"{iname} = {ival!r}: must be a non-negative integer" if iname == "n_steps"
+                                 else f"{iname} = {ival!r}: must be a positive integer")
 
     def _as_prepared(self, objs: Sequence[PointCloud | Prepared], desc: str) -> list[Prepared]:
         clouds = [o for o in objs if isinstance(o, PointCloud)]
         ready = {i: o for i, o in enumerate(objs) if isinstance(o, Prepared)}
         if len(clouds) + len(ready) != len(objs):
             raise TypeError("objects: expected PointCloud or Prepared items")
-        fresh = iter(prepare_objects(clouds, self.encoder, self.views, splat=self.splat, desc=desc) if clouds else [])
+        fresh = iter(prepare_objects(clouds, self.encoder, self.views, splat=self.splat, desc=desc)
+                     if clouds else [])
         out = [ready[i] if i in ready else next(fresh) for i in range(len(objs))]
         for p in out:
             if p.renders.views != tuple((float(a), float(b)) for a, b in self.views):
@@ -267,9 +273,12 @@ class CoGeoAD:
         point = torch.where(den > 0, (wm * sv).sum(0) / den.clamp(min=1e-12), torch.zeros_like(den))
         return pmap, point, alpha
 
+    def _heads(self) -> list[_Head]:
+        return [h for h in self.heads_ if isinstance(h, _Head)]
+
     def _forward(self, prep: Prepared) -> dict[str, Any]:
         maps, points, alphas = [], [], {}
-        for s, head in zip(self.streams, self.heads_, strict=True):
+        for s, head in zip(self.streams, self._heads(), strict=True):
             pmap, point, alpha = self._stream_forward(head, prep, s)
             maps.append(pmap)
             points.append(point)
@@ -298,7 +307,7 @@ class CoGeoAD:
             self.heads_ = nn.ModuleList([
                 _Head(self.encoder.n_layers, 2 * width if s == "concat" else width,
                       {"colour": 3, "geometry": 1, "concat": 4}[s]) for s in self.streams])
-        for head, s in zip(self.heads_, self.streams, strict=True):
+        for head, s in zip(self._heads(), self.streams, strict=True):
             with torch.no_grad():
                 if self.prompts == "fixed":
                     normals = [p for p in preps if not p.cloud.is_anomalous] or preps
@@ -306,7 +315,7 @@ class CoGeoAD:
                                         for p in normals]).mean(0)
                     head.prompts.copy_(torch.stack([mean, -mean]))
                 else:
-                    head.prompts.copy_(0.02 * torch.randn(head.prompts.shape, generator=gen))
+                    head.prompts.copy_(0.02 * torch.randn(tuple(head.prompts.shape), generator=gen))
         self.loss_history_: list[float] = []
         if self.prompts == "learned" and self.n_steps > 0:
             labels = np.array([p.cloud.is_anomalous for p in preps])
