@@ -536,6 +536,14 @@ def adaptive_cot(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
         # fails if F reasons at length on easy scenes (e.g. trained with cot_mode='long')
         Check("token_ratio_F_over_E", ratio, "<= 0.35", paper="reasoning cost proportional to difficulty"),
         Check("F_minus_E_ds_long_tail_points", gap, ">= -2"),
+        # the ratio above is only meaningful if F does reason at length on hard scenes: fails when F
+        # collapses to 'easy' everywhere (then its ratio is 0.25 for free)
+        Check(
+            "F_long_reasoning_on_complex_val_frames",
+            metrics["F_long_on_complex"],
+            ">= 0.5",
+            paper="complex scenes: <think>Hard.{summary}.</think>",
+        ),
     ]
     fig, ax = new_figure("Reasoning tokens per closed-loop step (mean over seeds)", "variant", "tokens / step")
     ax.bar(
