@@ -266,14 +266,14 @@ def structure(cfg: StructureConfig, rng: np.random.Generator) -> Outcome:
             "latent_tokens_C",
             lat.shape[1] * lat.shape[2],
             f"== {pc.frames * (pc.patches + 1)}",
-            paper="5 x 257 = 1285 supervised targets",
+            paper=None,
         ),
         # fails if the register positions were kept in the MSE mask
-        Check("register_positions_in_mse", metrics["register_positions_in_mse"], "== 0", paper="registers masked"),
-        Check("ce_labels_at_bev", ce_at_bev, "== 0", paper="BEV labels set to ignore"),
+        Check("register_positions_in_mse", metrics["register_positions_in_mse"], "== 0", paper=None),
+        Check("ce_labels_at_bev", ce_at_bev, "== 0", paper=None),
         Check("bev_tokens_generated", bev_generated, "== 0"),
         # fails if one shared query token were used (Pitfall 2)
-        Check("distinct_bev_queries", n_distinct, f"== {pc.n_bev}", paper="1305 distinct new tokens"),
+        Check("distinct_bev_queries", n_distinct, f"== {pc.n_bev}", paper=None),
         # Deviation (official warp, see card): road markings static, the ego moves by speed x dt (+-1 px)
         Check("ego_shift_max_err_px", ego_err, "<= 1"),
         Check("road_marking_shift_max_px", disp.road_shift_max, "<= 1"),
@@ -392,7 +392,7 @@ def world_model(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
         # constant velocity (it already predicts the empty band the warp reveals behind a moving ego)
         Check("C_cos_t2_minus_static_world", metrics["C_cos_gain_over_static_world"], ">= 0"),
         # criterion 5: fails if the world-model supervision does not help the plan
-        Check("C_vs_A_l2_2s_rel_gain", rel, ">= 0.05", paper="long-horizon world model improves planning"),
+        Check("C_vs_A_l2_2s_rel_gain", rel, ">= 0.05", paper=None),
         Check(
             "C_minus_B_l2_2s",
             metrics["C_l2_2s"] - metrics["B_l2_2s"],
@@ -534,7 +534,7 @@ def adaptive_cot(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
     metrics["F_minus_E_ds_long_tail_points"] = gap
     checks = [
         # fails if F reasons at length on easy scenes (e.g. trained with cot_mode='long')
-        Check("token_ratio_F_over_E", ratio, "<= 0.35", paper="reasoning cost proportional to difficulty"),
+        Check("token_ratio_F_over_E", ratio, "<= 0.35", paper="reasoning cost proportional to difficulty (no number)"),
         Check("F_minus_E_ds_long_tail_points", gap, ">= -2"),
         # the ratio above is only meaningful if F does reason at length on hard scenes: fails when F
         # collapses to 'easy' everywhere (then its ratio is 0.25 for free)
@@ -542,7 +542,7 @@ def adaptive_cot(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
             "F_long_reasoning_on_complex_val_frames",
             metrics["F_long_on_complex"],
             ">= 0.5",
-            paper="complex scenes: <think>Hard.{summary}.</think>",
+            paper=None,
         ),
     ]
     fig, ax = new_figure("Reasoning tokens per closed-loop step (mean over seeds)", "variant", "tokens / step")
