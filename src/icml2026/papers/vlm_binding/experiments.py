@@ -218,9 +218,9 @@ def _regime_list(cfg: RegimesConfig) -> tuple[str, ...]:
         "smoke": RegimesConfig(n_seeds=1, n_layer=1, d_model=16, steps_text=3, steps_image=2, steps_mix=2,
                                batch_size=4, encoder_steps=2, n_eval=10, n_pairs=10, n_probe=40),
         "quick": RegimesConfig(n_seeds=3, n_layer=2, d_model=32, n_id_max=4, n_ood_max=8, steps_text=120,
-                               steps_image=30, steps_mix=30, encoder_steps=150, n_eval=150, n_pairs=60,
+                               steps_image=30, steps_mix=30, encoder_steps=300, n_eval=150, n_pairs=60,
                                n_probe=200),
-        "full": RegimesConfig(steps_text=1500, steps_image=300, steps_mix=300, encoder_steps=300, n_eval=100,
+        "full": RegimesConfig(steps_text=1500, steps_image=300, steps_mix=300, encoder_steps=600, n_eval=100,
                               n_pairs=100, n_probe=300),
     },
 )
