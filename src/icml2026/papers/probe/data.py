@@ -5,6 +5,7 @@ Images everywhere in this paper are float32 arrays of shape (n, channels, size, 
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 import numpy as np
@@ -27,6 +28,16 @@ def _region_crops(img: np.ndarray, size: int, stride: int) -> np.ndarray:
     return np.stack(out) if out else np.zeros((0, size, size, img.shape[2]), img.dtype)
 
 
+@functools.lru_cache(maxsize=1)
+def _photos() -> tuple[np.ndarray, ...]:
+    from sklearn.datasets import load_sample_images
+
+    imgs = tuple(np.asarray(i) for i in load_sample_images().images)
+    for i in imgs:
+        i.setflags(write=False)
+    return imgs
+
+
 def real_crops(size: int = 16, split: Literal["train", "test"] = "train") -> np.ndarray:
     """RGB crops of ``china.jpg`` and ``flower.jpg`` (scikit-learn), no resampling.
 
@@ -43,11 +54,9 @@ def real_crops(size: int = 16, split: Literal["train", "test"] = "train") -> np.
     if split not in ("train", "test"):
         raise ValueError(f"split: must be 'train' or 'test', got {split!r}")
     require_module("sklearn", "probe")
-    from sklearn.datasets import load_sample_images
-
     size = int(size)
     crops = []
-    for img in load_sample_images().images:
+    for img in _photos():
         w = img.shape[1]
         cut = int(TRAIN_FRACTION * w)
         if split == "train":

@@ -14,7 +14,7 @@ Every generator has ``.sample(n, rng) -> np.ndarray`` (float32, (n, C, S, S), va
 from __future__ import annotations
 
 import copy
-from typing import Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import torch
@@ -56,21 +56,21 @@ def seen_unet(size: int, channels: int) -> nn.Module:
     """The seen generator's denoiser: 2 resolutions (16, 32 channels), self-attention at the low one."""
     from diffusers import UNet2DModel
 
-    return UNet2DModel(sample_size=size, in_channels=channels, out_channels=channels,
+    return cast(nn.Module, UNet2DModel(sample_size=size, in_channels=channels, out_channels=channels,
                        block_out_channels=(16, 32), layers_per_block=1, norm_num_groups=8,
                        attention_head_dim=8, down_block_types=("DownBlock2D", "AttnDownBlock2D"),
-                       up_block_types=("AttnUpBlock2D", "UpBlock2D"))
+                       up_block_types=("AttnUpBlock2D", "UpBlock2D")))
 
 
 def unseen_unet(size: int, channels: int) -> nn.Module:
     """The unseen DDPM-2 denoiser: wider (24, 48), resnet down/up-sampling blocks, no attention anywhere."""
     from diffusers import UNet2DModel
 
-    return UNet2DModel(sample_size=size, in_channels=channels, out_channels=channels,
+    return cast(nn.Module, UNet2DModel(sample_size=size, in_channels=channels, out_channels=channels,
                        block_out_channels=(24, 48), layers_per_block=1, norm_num_groups=8,
                        down_block_types=("ResnetDownsampleBlock2D", "ResnetDownsampleBlock2D"),
                        up_block_types=("ResnetUpsampleBlock2D", "ResnetUpsampleBlock2D"),
-                       add_attention=False, resnet_time_scale_shift="scale_shift")
+                       add_attention=False, resnet_time_scale_shift="scale_shift"))
 
 
 class DiffusionGenerator:
@@ -90,17 +90,18 @@ class DiffusionGenerator:
 
         if sampler not in ("ddim", "ddpm"):
             raise ValueError(f"sampler: must be 'ddim' or 'ddpm', got {sampler!r}")
-        self.unet = unet
+        self.unet: Any = cast(Any, unet)
         self.sampler = sampler
         self.n_sample_steps = positive_int(n_sample_steps, "n_sample_steps", maximum=n_train_timesteps)
-        self.train_scheduler = DDPMScheduler(num_train_timesteps=n_train_timesteps,
-                                             beta_schedule="squaredcos_cap_v2")
+        self.train_scheduler: Any = cast(Any, DDPMScheduler(num_train_timesteps=n_train_timesteps,
+                                                            beta_schedule="squaredcos_cap_v2"))
+        self.scheduler: Any
         if sampler == "ddim":
             self.scheduler = DDIMScheduler.from_config(self.train_scheduler.config)
         else:
             self.scheduler = DDPMScheduler.from_config(self.train_scheduler.config)
         self.scheduler.set_timesteps(self.n_sample_steps)
-        cfg = unet.config  # type: ignore[attr-defined]
+        cfg = self.unet.config
         self.size, self.channels = int(cfg.sample_size), int(cfg.in_channels)
 
     def fit(self, x: np.ndarray, rng: np.random.Generator, n_steps: int = 1000, batch_size: int = 64,

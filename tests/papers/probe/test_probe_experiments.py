@@ -1,0 +1,64 @@
+"""Registered experiments: config validation and the train/test split of generators (no unseen leakage)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from icml2026.core import make_rng
+from icml2026.core.registry import get_experiment
+from icml2026.papers.probe import experiments as exps
+from icml2026.papers.probe.experiments import HeadlineConfig, LimitConfig
+
+
+def test_configs_reject_bad_values() -> None:
+    with pytest.raises(ValueError, match="dump_every"):
+        HeadlineConfig(n_updates=3, dump_every=5)
+    with pytest.raises(ValueError, match="grad_steps"):
+        HeadlineConfig(ddim_steps=3, grad_steps=4)
+    with pytest.raises(ValueError, match="size"):
+        HeadlineConfig(size=12)
+    with pytest.raises(ValueError, match="lam_large"):
+        LimitConfig(lam_large=float("inf"))
+
+
+def test_no_unseen_generator_image_enters_training(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Every unseen-generator sample is drawn after fit_methods returned, and fit_methods never gets one.
+
+    Would fail if, e.g., the unseen zoo's samples were mixed into Stage 2 or used to pick a detector.
+    """
+    events: list[str] = []
+    state = {"in_fit": False}
+    real_fit = exps.fit_methods
+
+    def spy_fit(real_train, seen, cfg, rng):  # type: ignore[no-untyped-def]
+        assert seen.sampler == "ddim" and type(seen.unet).__name__ == "UNet2DModel"
+        assert len(seen.unet.config.block_out_channels) == 2 and seen.unet.config.block_out_channels[0] == 16
+        state["in_fit"] = True
+        try:
+            return real_fit(real_train, seen, cfg, rng)
+        finally:
+            state["in_fit"] = False
+            events.append("fit")
+
+    def wrap(cls, name):  # type: ignore[no-untyped-def]
+        orig = cls.sample
+
+        def sample(self, n, rng, *a, **k):  # type: ignore[no-untyped-def]
+            if getattr(self, "sampler", "ddpm") == "ddpm":  # all unseen families; the seen DDPM is "ddim"
+                assert not state["in_fit"], f"{name} sampled inside fit_methods"
+                events.append(name)
+            return orig(self, n, rng, *a, **k)
+
+        monkeypatch.setattr(cls, "sample", sample)
+
+    for cls in (exps.VAEGenerator, exps.DCGANGenerator, exps.AEReconstructor, exps.PCAGaussianGenerator,
+                exps.DiffusionGenerator):
+        wrap(cls, cls.__name__)
+    monkeypatch.setattr(exps, "fit_methods", spy_fit)
+    cfg = dataclasses.replace(get_experiment("probe.headline").config("smoke"), n_eval=32)
+    out = exps.headline(cfg, make_rng(0))
+    assert events[0] == "fit" and len([e for e in events if e != "fit"]) >= 5
+    assert np.isfinite(out.metrics["bacc_unseen_PROBE"])
