@@ -192,6 +192,7 @@ def counterfactual_sample(base: RetrievalSample, rng: np.random.Generator) -> tu
         raise ValueError(f"base has {n} objects: the interchange intervention needs n_objects >= 3")
     if 2 * n > vocab.n_items:
         raise ValueError(f"base has {n} objects: needs 2 * n_objects <= n_items = {vocab.n_items}")
+    # Deviation: x' items are drawn outside x's items (the brief only says "re-drawn"), so outcomes are disjoint
     used = {i for _, i in base.associations}
     free = np.array([i for i in range(vocab.n_items) if i not in used])
     options = [(q, r) for q in range(n) if q != base.query_slot for r in range(1, n)

@@ -180,6 +180,7 @@ def sym_pos_ratio(result: InterchangeResult) -> tuple[float, int]:
         layers = layers[:-1]
     best = max(layers, key=lambda k: (fr[k]["symbolic"] + fr[k]["positional"], -k))
     n = result.n_pairs
+    # Deviation: add-one smoothing (the brief's ratio is undefined without positional flips)
     return (fr[best]["symbolic"] * n + 1) / (fr[best]["positional"] * n + 1), best
 
 

@@ -244,7 +244,7 @@ class BindingLM(nn.Module):
             if batch.images is not None:
                 with torch.no_grad():
                     feats = self.encoder(torch.from_numpy(batch.images))
-            else:  # same numbers from the cache (tested equal to encoding the rendered scene)
+            else:  # Deviation (speed only): cached cell features, tested equal to encoding the rendered scene
                 if self._table is None:
                     self._table = self.encoder.feature_table(self.vocab)
                 assert batch.cell_codes is not None

@@ -45,6 +45,7 @@ class Schedule:
     s1: int
     s2: int
     s3: int
+    # Deviation: stage 3 draws the format per step (a step is an image batch with probability 0.2), not per sample
     image_share: float = 0.2  # stage 3: 20% image (or noise) / 80% text
 
 
