@@ -7,7 +7,8 @@ dense parameter count, verification time and mismatches of the exact constructio
 float32 MLP fitted to the same values and gradients by Sobolev training (time, mismatches).  At K = 10^4
 the dense nn.Sequential would hold ~1e9 float32 parameters (4 GB), so it is not materialised: its size
 is computed from the layer shapes and the network is verified with the sparse reference evaluator on
-the construction's own coordinates (the torch column says so).  Nothing is written to disk.
+the construction's own coordinates (the torch column says so).  A second table gives the size and time
+of the vector-input construction (d = 3, issue 27).  Nothing is written to disk.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import torch
 
 from icml2026.papers.fp_gradients import (
     build_construction,
+    build_vector_construction,
     mild_targets,
+    random_vector_targets,
     reference_values_and_grads,
     sobolev_fit,
     torch_values_and_grads,
@@ -86,6 +89,24 @@ def main() -> None:
             f"\nparameter growth: log-log slope {np.log(p1 / p0) / np.log(k1 / k0):.3f} "
             "(dense layers of width O(K): ~2); mismatches are counted over 2K quantities (values + grads)"
         )
+    vector_sizes((40, 100) if args.quick else (40, 100, 400))
+
+
+def vector_sizes(ks: tuple[int, ...], d: int = 3) -> None:
+    """Vector inputs (issue 27): size and time of the d = 3 construction on whole-range random targets."""
+    print(f"\nvector inputs, d = {d}, random targets over the whole float32 range (phi = identity)")
+    header = f"{'K':>6} {'params':>12} {'gain layers':>11} {'plan s':>8} {'verify s':>9} {'mism.':>6}"
+    print(header)
+    print("-" * len(header))
+    for k in ks:
+        xs, g, h = random_vector_targets(k, d, np.random.default_rng(k), "identity")
+        t0 = time.perf_counter()
+        con = build_vector_construction(xs, g, h, "identity")
+        t_plan = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        ver = verify(con.to_sequential(), xs, g, h, "identity", reference="sparse")
+        t_verify = time.perf_counter() - t0
+        print(f"{k:>6} {con.n_params:>12,} {con.n_chain:>11} {t_plan:>8.2f} {t_verify:>9.2f} {ver.total:>6}")
 
 
 if __name__ == "__main__":

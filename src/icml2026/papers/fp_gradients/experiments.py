@@ -85,7 +85,7 @@ class ExactConfig:
     ),
     presets={
         "quick": ExactConfig(),
-        "full": ExactConfig(ks=(40, 400, 1000), seeds_per_k=(5, 5, 2)),
+        "full": ExactConfig(ks=(40, 400, 1000), seeds_per_k=(5, 5, 1)),
         # smoke: the same code path in a few seconds (contract and CLI tests); its checks may fail.
         "smoke": ExactConfig(ks=(8,), seeds_per_k=(1,), phis=("identity", "softplus"), figure_points=4),
     },
