@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from icml2026.papers.fp_gradients import (
     ConstructionError,
@@ -66,3 +68,24 @@ def test_vector_bad_input_and_conditions():
     # 0.5 y^2 at g = 0 has seed 0: a non-zero gradient target is unreachable
     with pytest.raises(ConstructionError, match="seed"):
         build_vector_construction(np.zeros((1, 2), F32), np.zeros(1, F32), np.ones((1, 2), F32), "half_square")
+
+
+def _f32(bits: int) -> float:
+    return float(np.array([bits], dtype=np.uint32).view(F32)[0])
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    g=st.lists(st.integers(0, 2**32 - 1).map(_f32).filter(np.isfinite), min_size=3, max_size=3),
+    h=st.lists(st.integers(0, 2**32 - 1).map(_f32).filter(np.isfinite), min_size=6, max_size=6),
+    phi=st.sampled_from(["identity", "half_square", "softplus"]),
+)
+def test_vector_property_whole_range_exact_or_construction_error(g, h, phi):
+    xs = np.array([[0.0, 0.0], [0.0, 1.0], [2.0, 1.0]], F32)
+    g32, h32 = np.array(g, F32), np.array(h, F32).reshape(3, 2)
+    try:
+        con = build_vector_construction(xs, g32, h32, phi)
+    except ConstructionError as exc:
+        assert "point" in str(exc) or "coordinate" in str(exc)
+        return
+    assert verify(con.to_sequential(), xs, g32, h32, phi).ok
