@@ -56,8 +56,8 @@ class AHConfig:
     strip_perturb: int = param(8, 2, 32, help="STRIP perturbed copies per input")
 
 
-_SMOKE: dict[str, Any] = dict(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_learners=1, n_train=64, n_test=40, seq_len=24,
-              n_strip=10, strip_perturb=2, search_every=1)
+_SMOKE: dict[str, Any] = dict(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_learners=1, n_train=64, n_test=40,
+                              seq_len=24, n_strip=10, strip_perturb=2, search_every=1)
 # Deviation: the quick preset's outer lr is 10x the base code's (40 outer steps instead of thousands)
 _QUICK: dict[str, Any] = dict(mlm_steps=100, mlm_batch=16, n_seeds=3, n_steps=40, n_learners=5, n_train=2000,
                               n_test=300, n_strip=40, strip_perturb=4, search_every=10, lr=0.1)
@@ -206,8 +206,9 @@ def _mechanism_checks(m: dict[str, float]) -> list[Check]:
 @experiment(
     "attention_hijacking.anchor",
     claim="AH with the anchor trigger 'film' reaches ASR >= 95 % at CTA >= clean DD - 1 point, and the victims' "
-    "last-layer CLS attention puts >= 0.5 of its mass on the trigger (<= 0.15 after clean DD); victims are fresh learners trained only on the published "
-    "distilled set; NaiveAttack, DoorPing, TBADD and STRIP reported beside it.",
+    "last-layer CLS attention puts >= 0.5 of its mass on the trigger (<= 0.15 after clean DD); victims are "
+    "fresh learners trained only on the published distilled set; NaiveAttack, DoorPing, TBADD and STRIP "
+    "reported beside it.",
     presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig()},
 )
 def anchor(cfg: AHConfig, rng: np.random.Generator) -> Outcome:

@@ -220,9 +220,10 @@ class LearnerFactory:
         import torch
 
         m = copy.deepcopy(self.model)
+        fresh = self.init_params(gen)
         with torch.no_grad():
             for k, p in m.named_parameters():
-                p.copy_(self.init_params(gen)[k] if k in self.head_keys else self.base[k])
+                p.copy_(fresh[k])
                 p.requires_grad_(True)
         return m
 
