@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -123,12 +123,18 @@ def build_tiny_causal_lm(cfg: TinyLMConfig, tokenizer: TokenizerLike, generator:
 
 
 def train_causal_lm(
-    model: Any, tokenizer: TokenizerLike, texts: Sequence[str], cfg: TrainConfig, rng: np.random.Generator
+    model: Any,
+    tokenizer: TokenizerLike,
+    texts: Sequence[str],
+    cfg: TrainConfig,
+    rng: np.random.Generator,
+    progress: str | None = None,
 ) -> np.ndarray:
     """Train ``model`` in place by next-token cross-entropy on ``[BOS] text [EOS]`` sequences.
 
     Batches are drawn uniformly with replacement from ``texts`` using ``rng``; sequences longer than the
     model's positions are an error (not silently cut). Returns the per-step mean loss, shape ``(n_steps,)``.
+    With ``progress`` (a description) the steps are reported through :func:`icml2026.core.progress.track`.
     """
     import torch
 
@@ -152,7 +158,12 @@ def train_causal_lm(
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     losses = np.zeros(cfg.n_steps)
     model.train()
-    for step in range(cfg.n_steps):
+    steps: Iterable[int] = range(cfg.n_steps)
+    if progress is not None:
+        from ..progress import track
+
+        steps = track(steps, progress, total=cfg.n_steps)
+    for step in steps:
         batch = [seqs[int(i)] for i in rng.integers(0, len(seqs), size=cfg.batch_size)]
         width = max(len(s) for s in batch)
         ids = torch.tensor([s + [tokenizer.pad_id] * (width - len(s)) for s in batch], device=device)
@@ -181,6 +192,7 @@ def train_tiny_lm(
     train_config: TrainConfig | None = None,
     device: str | None = None,
     name: str = "tiny-lm",
+    progress: str | None = None,
 ) -> TrainResult:
     """Build a tiny LM (:func:`build_tiny_causal_lm`), train it on ``texts`` and wrap it in a backend.
 
@@ -192,5 +204,5 @@ def train_tiny_lm(
     model = build_tiny_causal_lm(model_config or TinyLMConfig(), tok, torch_generator(rng))
     if device is not None:
         model = model.to(device)
-    losses = train_causal_lm(model, tok, texts, train_config or TrainConfig(), rng)
+    losses = train_causal_lm(model, tok, texts, train_config or TrainConfig(), rng, progress=progress)
     return TrainResult(backend=HFLocalBackend(model, tok, device=device, name=name), losses=losses)

@@ -18,6 +18,7 @@ import numpy as np
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
 from icml2026.core.plotting import new_figure
+from icml2026.core.progress import track
 
 from .bounds import bound_curve, calibrate_lambda, gibbs_kl, pac_bayes_kl_bound
 from .data import BinaryTask, digits_binary_task, mnist1d_binary_task, randomize_labels
@@ -104,7 +105,7 @@ def finite_class(cfg: FiniteClassConfig, rng: np.random.Generator) -> Outcome:
     holds_exact = np.zeros((cfg.n_repeats, b.size), dtype=bool)
     holds_left = np.zeros((cfg.n_repeats, b.size), dtype=bool)
     train_below = 0
-    for r, sub in enumerate(spawn(rng, cfg.n_repeats)):
+    for r, sub in enumerate(track(spawn(rng, cfg.n_repeats), "repeats", total=cfg.n_repeats)):
         e = sample_empirical_risks(prob, cfg.n_train, sub)
         lbar = gibbs_expected_curve(e, e, b)
         risk = gibbs_expected_curve(prob.true_risk, e, b)

@@ -13,6 +13,7 @@ from sklearn.metrics import roc_auc_score
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
 from icml2026.core.plotting import new_figure
+from icml2026.core.progress import track
 from icml2026.core.validate import as_labels, finite_number
 
 from .baselines import lava_sample_values, lava_values, pyod_segment_scores, timeinf_scores
@@ -210,7 +211,7 @@ def anomaly_real(cfg: AnomalyRealConfig, rng: np.random.Generator) -> Outcome:
     figures = {}
     rows = []
     timings = {}
-    for name in cfg.datasets:
+    for name in track(cfg.datasets, "anomaly-detection series"):
         ds = load_anomaly_series(name)
         stride = _STRIDE[name]
         t0 = time.perf_counter()
@@ -292,7 +293,7 @@ def anomaly_synthetic(cfg: SyntheticConfig, rng: np.random.Generator) -> Outcome
     streams = spawn(rng, cfg.seeds + 1)
     kurt_spike, kurt_shift = [], []
     figures: dict[str, Any] = {}
-    for k in range(cfg.seeds):
+    for k in track(range(cfg.seeds), "seeds", total=cfg.seeds):
         r_x, r_ref, r_h, r_s, r_det = spawn(streams[k], 5)
         x, y = make_spike_series(cfg.length, cfg.spike_frac, cfg.spike_mag, r_x)
         ref = synthetic_base(cfg.length, r_ref)
@@ -396,7 +397,7 @@ def label_noise(cfg: LabelNoiseConfig, rng: np.random.Generator) -> Outcome:
     metrics: dict[str, float] = {}
     rows = []
     wins = 0
-    for ds_name, stream in zip(cfg.datasets, spawn(rng, len(cfg.datasets)), strict=True):
+    for ds_name, stream in track(list(zip(cfg.datasets, spawn(rng, len(cfg.datasets)), strict=True)), "series"):
         ds = load_ucr_classification(ds_name)
         auc_t, auc_l = [], []
         for r in spawn(stream, cfg.repeats):

@@ -19,6 +19,7 @@ from scipy import sparse
 from scipy.special import logsumexp
 
 from icml2026.core.config import config, param
+from icml2026.core.progress import track
 from icml2026.core.rng import torch_generator
 from icml2026.core.validate import as_probabilities, positive_int
 
@@ -96,6 +97,7 @@ class TransformerLM(AnswerModel):
             model_config=TinyLMConfig(d_model=self.cfg.d_model, n_layers=2, n_heads=4, max_len=longest),
             train_config=TrainConfig(n_steps=self.cfg.lm_steps, batch_size=self.cfg.batch_size, lr=self.cfg.lr),
             name="transformer",
+            progress="train transformer family (steps)",
         )
         res.backend.batch_size = 512
         self.backend_, self.losses_ = res.backend, res.losses
@@ -135,7 +137,7 @@ class GRULanguageModel(AnswerModel):
                 p.uniform_(-1 / math.sqrt(d), 1 / math.sqrt(d), generator=g)
         seqs = [[self._bos(), *self.tok_.encode(t), self._eos()] for t in texts]
         opt = torch.optim.Adam(params, lr=self.cfg.lr)
-        for _ in range(self.cfg.lm_steps):
+        for _ in track(range(self.cfg.lm_steps), "train GRU family (steps)", total=self.cfg.lm_steps):
             batch = [seqs[int(i)] for i in rng.integers(0, len(seqs), size=self.cfg.batch_size)]
             ids, mask = self._pad(batch)
             logits = self._logits(ids)
