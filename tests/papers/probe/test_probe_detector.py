@@ -45,12 +45,12 @@ def test_realism_distance_sees_noise() -> None:
 
 def test_detector_learns_a_planted_cue_and_refuses_bad_input() -> None:
     rng = np.random.default_rng(3)
-    real = np.clip(rng.normal(0, 0.2, (64, 3, 8, 8)), -1, 1).astype(np.float32)
+    real = np.clip(rng.normal(0, 0.2, (128, 3, 8, 8)), -1, 1).astype(np.float32)
     fake = real.copy()
     fake[:, :, ::2, ::2] += 0.4  # a checkerboard artefact: a CNN must find it
     fake = np.clip(fake, -1, 1)
-    det = Detector(width=8, epochs=3, lr=5e-3).fit(real, fake, make_rng(0))
-    y = np.r_[np.zeros(64), np.ones(64)]
+    det = Detector(width=8, epochs=4, lr=5e-3).fit(real, fake, make_rng(0))
+    y = np.r_[np.zeros(128), np.ones(128)]
     assert balanced_accuracy(y, det.predict_proba(np.concatenate([real, fake]))) > 0.9
     with pytest.raises(ValueError, match="real"):
         det.fit(real[:, :, :, :4], fake, make_rng(0))

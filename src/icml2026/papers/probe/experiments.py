@@ -190,8 +190,8 @@ def _agg(vals: list[float]) -> tuple[float, float, float, float]:
     "calls real) raises mean bAcc on five unseen generator families by >= 5 points over the detector as "
     "trained and >= 3 points over adding as many standard samples, with <= 2 points loss on the seen one.",
     presets={
-        "smoke": HeadlineConfig(dataset="digits", size=8, n_seeds=1, share_zoo=True, ddpm_steps=20,
-                                ddim_steps=4, zoo_steps=20, n_real=128, n_seen=64, det_epochs=1, n_eval=64,
+        "smoke": HeadlineConfig(dataset="digits", size=8, n_seeds=1, share_zoo=True, ddpm_steps=8,
+                                ddim_steps=4, zoo_steps=8, n_real=128, n_seen=64, det_epochs=1, n_eval=32,
                                 n_restarts=1, n_updates=4, dump_every=2, n_dump=8, batch_size=4,
                                 refine_epochs=1),
         "quick": HeadlineConfig(size=8, n_seeds=3, share_zoo=True, ddpm_steps=300, ddim_steps=8, zoo_steps=300,
