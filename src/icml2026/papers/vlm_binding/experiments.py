@@ -354,6 +354,7 @@ def _figures(names: tuple[str, ...], per_n: dict[str, list[dict[int, float]]], m
         a = np.array([[acc[n] for n in ns] for acc in per_n[name]])
         ax.plot(ns, a.mean(0), marker="o", label=name)
         ax.fill_between(ns, a.min(0), a.max(0), alpha=0.15)
+    ax.plot(ns, [1.0 / n for n in ns], color="black", ls=":", lw=1, label="chance 1/N (any listed item)")
     ax.axvline(id_ns[-1] + 0.5, color="grey", ls="--", lw=1)
     ax.set_ylim(-0.02, 1.02)
     ax.legend(fontsize=7)
