@@ -5,7 +5,9 @@ Floating-Point Functions and Their Gradients", ICML 2026, arXiv:2605.01702.
 
 Claim 1 is reproduced by an explicit construction (our own, see README.md): a float32 ReLU network that
 torch's nn.Linear and a left-to-right reference evaluate identically, because every sum that matters has
-at most two non-zero, exactly representable terms.
+at most two non-zero, exactly representable terms.  Targets may come from the whole float32 range, and
+inputs may be vectors x in F^d (d <= 4, ``construct`` with 2-D ``xs``).  Not implemented (the card says
+why): Claim 2 (several losses at once), the activations other than ReLU, float16 / bfloat16.
 
 Symbol table (paper / brief -> code)
 ------------------------------------
@@ -17,6 +19,7 @@ D^AD(phi o f)(x)              -> gradients from ``torch_values_and_grads`` / ``r
 Delta_k, sigma_k = 4/Delta_k  -> ``point_scales`` (log2 sigma_k), ``PointPlan.sigma_log2``
 z_k, a_k (mechanism 4)        -> ``solve_scaling`` -> ``PointPlan.z``, ``PointPlan.a``
 fl(.)                         -> float32 round-to-nearest-even (``round_f32``)
+x_k in F^d, h_k in F^d        -> ``build_vector_construction`` (``xs`` (K, d), ``grads`` (K, d))
 """
 
 from .baselines import construct_fixed_order, output_value_first_orders, sobolev_fit
