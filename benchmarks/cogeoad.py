@@ -2,8 +2,8 @@
 
     python benchmarks/cogeoad.py [--quick]
 
-The baseline for the render is the same z-buffer with one view at a time through ``render_views`` called
-per view (what a naive per-view renderer costs); scoring compares CoGeoAD (2 streams, 20 views) with the
+The baseline for the render is the same z-buffer called once per view (normals re-estimated on every call,
+as a per-view renderer without a shared projection pass would); scoring compares CoGeoAD (2 streams, 20 views) with the
 PointAD-style variant (1 stream, 9 views) on an untrained tiny encoder (timing only, not quality).
 """
 
@@ -45,8 +45,10 @@ def main() -> None:
             render_views(o, (v,), 64)
     t_each = time.perf_counter() - t
     pv = sum(o.n_points for o in objs) * len(DEFAULT_VIEWS)
-    print(f"render 20 views at 64 px: {pv / t_all:,.0f} point-views/s (one call per object); "
-          f"{pv / t_each:,.0f} point-views/s (one call per view); ratio {t_each / t_all:.2f}x")
+    print(
+        f"render 20 views at 64 px: {pv / t_all:,.0f} point-views/s (one call per object); "
+        f"{pv / t_each:,.0f} point-views/s (one call per view); ratio {t_each / t_all:.2f}x"
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         enc = FrozenEncoder(TinyViT(64, 4, 48, 4, 4, (1, 3, 4)))

@@ -34,8 +34,14 @@ def test_zero_shot_split_is_disjoint() -> None:
         assert_disjoint(a, b)
 
 
-@pytest.mark.parametrize("name", ["renderer", pytest.param("zero_shot", marks=pytest.mark.slow),
-                                  pytest.param("view_attention", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "renderer",
+        pytest.param("zero_shot", marks=pytest.mark.slow),
+        pytest.param("view_attention", marks=pytest.mark.slow),
+    ],
+)
 def test_smoke_presets_are_deterministic(name: str) -> None:
     exp = get_experiment(f"cogeoad.{name}")
     cfg = exp.config("smoke")

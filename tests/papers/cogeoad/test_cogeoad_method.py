@@ -81,8 +81,16 @@ def test_geometry_stream_is_blind_to_colours(encoder: FrozenEncoder, aux: list) 
     assert colour.score(obj)[0] != colour.score(recoloured)[0]  # the invariance above is not vacuous
 
 
-@pytest.mark.parametrize("kw", [{"layers": "last"}, {"layers": "mean"}, {"similarity": "fused"},
-                                {"view_attention": "uniform"}, {"streams": ("concat",)}])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"layers": "last"},
+        {"layers": "mean"},
+        {"similarity": "fused"},
+        {"view_attention": "uniform"},
+        {"streams": ("concat",)},
+    ],
+)
 def test_variants_train_and_score(encoder: FrozenEncoder, aux: list, kw: dict) -> None:
     model = _fit(encoder, aux, n_steps=3, **kw)
     obj, pts = model.score(aux[0])
@@ -125,8 +133,10 @@ def test_metrics_against_known_answers() -> None:
     from sklearn.metrics import roc_auc_score
 
     assert point_auroc(labels, noise) == pytest.approx(roc_auc_score(np.concatenate(labels), np.concatenate(noise)))
-    two = np.array([[0, 0, 0], [0.01, 0, 0], [1, 1, 1], [1.01, 1, 1], [0.5, 0.5, 0.5]] + [[0.5, 0.5, x] for x in
-                                                                                         np.linspace(0, 1, 40)])
+    two = np.array(
+        [[0, 0, 0], [0.01, 0, 0], [1, 1, 1], [1.01, 1, 1], [0.5, 0.5, 0.5]]
+        + [[0.5, 0.5, x] for x in np.linspace(0, 1, 40)]
+    )
     lab = np.zeros(len(two), int)
     lab[:4] = 1
     assert len(defect_regions(two, lab)) == 2  # two separated blobs are two regions

@@ -48,8 +48,15 @@ def to_batch(images: np.ndarray) -> torch.Tensor:
 class TinyViT(nn.Module):
     """A small pre-LN ViT returning the (LayerNorm'd) tokens after each tap layer."""
 
-    def __init__(self, image_size: int = 64, patch: int = 8, width: int = 96, depth: int = 6,
-                 heads: int = 4, taps: Sequence[int] = (2, 4, 6)) -> None:
+    def __init__(
+        self,
+        image_size: int = 64,
+        patch: int = 8,
+        width: int = 96,
+        depth: int = 6,
+        heads: int = 4,
+        taps: Sequence[int] = (2, 4, 6),
+    ) -> None:
         super().__init__()
         if image_size % patch:
             raise ValueError(f"image_size = {image_size}: must be a multiple of patch = {patch}")
@@ -62,9 +69,14 @@ class TinyViT(nn.Module):
         self.cls = nn.Parameter(torch.zeros(1, 1, width))
         self.pos = nn.Parameter(torch.zeros(1, self.grid**2 + 1, width))
         self.mask_token = nn.Parameter(torch.zeros(1, 1, width))
-        self.blocks = nn.ModuleList([
-            nn.TransformerEncoderLayer(width, heads, 4 * width, dropout=0.0, activation="gelu",
-                                       batch_first=True, norm_first=True) for _ in range(depth)])
+        self.blocks = nn.ModuleList(
+            [
+                nn.TransformerEncoderLayer(
+                    width, heads, 4 * width, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
+                )
+                for _ in range(depth)
+            ]
+        )
         self.norms = nn.ModuleList([nn.LayerNorm(width) for _ in self.taps])
         self.decoder = nn.Linear(width, 3 * patch * patch)  # pre-training head only
 
@@ -87,9 +99,20 @@ class TinyViT(nn.Module):
         return x.reshape(b, c, g, p, g, p).permute(0, 2, 4, 1, 3, 5).reshape(b, g * g, c * p * p)
 
 
-def pretrain_backbone(images: np.ndarray, rng: np.random.Generator, *, patch: int = 8, width: int = 96,
-                      depth: int = 6, heads: int = 4, taps: Sequence[int] = (2, 4, 6), n_steps: int = 300,
-                      batch_size: int = 32, lr: float = 2e-3, mask_ratio: float = 0.5) -> TinyViT:
+def pretrain_backbone(
+    images: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    patch: int = 8,
+    width: int = 96,
+    depth: int = 6,
+    heads: int = 4,
+    taps: Sequence[int] = (2, 4, 6),
+    n_steps: int = 300,
+    batch_size: int = 32,
+    lr: float = 2e-3,
+    mask_ratio: float = 0.5,
+) -> TinyViT:
     """Self-supervised pre-training by masked patch reconstruction (brief Sec. 4), on normal renders only.
 
     images : (N, H, W, 3) colour and grey renders (grey ones repeated to 3 channels) in [0, 1].
@@ -150,15 +173,26 @@ class FrozenEncoder:
         toks, clss = [], []
         with torch.no_grad():
             for i in range(0, len(x), self.batch_size):
-                outs = self.model(x[i:i + self.batch_size])
+                outs = self.model(x[i : i + self.batch_size])
                 toks.append(torch.stack([o[:, 1:] for o in outs]))
                 clss.append(torch.stack([o[:, 0] for o in outs]))
         return torch.cat(toks, 1).numpy(), torch.cat(clss, 1).numpy()
 
     def save(self, path: Any) -> None:
-        torch.save({"state": self.model.state_dict(), "args": dict(
-            image_size=self.model.image_size, patch=self.model.patch, width=self.model.width,
-            depth=self.model.depth, heads=self.model.heads, taps=self.model.taps)}, path)
+        torch.save(
+            {
+                "state": self.model.state_dict(),
+                "args": dict(
+                    image_size=self.model.image_size,
+                    patch=self.model.patch,
+                    width=self.model.width,
+                    depth=self.model.depth,
+                    heads=self.model.heads,
+                    taps=self.model.taps,
+                ),
+            },
+            path,
+        )
 
     @classmethod
     def load(cls, path: Any) -> FrozenEncoder:

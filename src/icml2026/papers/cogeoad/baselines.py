@@ -37,8 +37,7 @@ def clip_render(encoder: ImageEncoder, **kw: Any) -> CoGeoAD:
 
 def pointad(encoder: ImageEncoder, **kw: Any) -> CoGeoAD:
     """PointAD-style: geometry renders only, 9 views, uniform view averaging, learnable prompts, multi-layer."""
-    return CoGeoAD(encoder, streams=("geometry",), views=POINTAD_VIEWS, view_attention="uniform", layers="mean",
-                   **kw)
+    return CoGeoAD(encoder, streams=("geometry",), views=POINTAD_VIEWS, view_attention="uniform", layers="mean", **kw)
 
 
 def colour_only(encoder: ImageEncoder, **kw: Any) -> CoGeoAD:
@@ -62,8 +61,13 @@ def make_variant(name: str, encoder: ImageEncoder, **kw: Any) -> CoGeoAD:
         return CoGeoAD(encoder, view_attention="uniform", **kw)
     if name == "last_layer":
         return CoGeoAD(encoder, layers="last", **kw)
-    table = {"colour_only": colour_only, "geometry_only": geometry_only, "concat": concat_fusion,
-             "pointad": pointad, "clip_render": clip_render}
+    table = {
+        "colour_only": colour_only,
+        "geometry_only": geometry_only,
+        "concat": concat_fusion,
+        "pointad": pointad,
+        "clip_render": clip_render,
+    }
     if name not in table:
         raise ValueError(f"name = {name!r}: must be one of {VARIANTS}")
     return table[name](encoder, **kw)

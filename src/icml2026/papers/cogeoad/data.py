@@ -123,6 +123,7 @@ def _sphere(r: float) -> Patch:
     def f(u: np.ndarray, v: np.ndarray) -> np.ndarray:
         th, ph = 2 * np.pi * u, np.pi * v
         return np.stack([r * np.sin(ph) * np.cos(th), r * np.sin(ph) * np.sin(th), r * np.cos(ph)], 1)
+
     return f
 
 
@@ -132,6 +133,7 @@ def _disk(r: float, y: float, axis: int = 1) -> Patch:
         a, b = rho * np.cos(th), rho * np.sin(th)
         c = np.full_like(a, y)
         return np.stack([a, c, b], 1) if axis == 1 else np.stack([c, a, b], 1)
+
     return f
 
 
@@ -144,14 +146,17 @@ def _tube(r: float, y0: float, y1: float, axis: int = 1, r1: float | None = None
         rad = r + (r1 - r) * v
         a, b, c = rad * np.cos(th), rad * np.sin(th), y0 + (y1 - y0) * v
         return np.stack([a, c, b], 1) if axis == 1 else np.stack([c, a, b], 1)
+
     return f
 
 
 def _cap(r: float, x0: float, sign: float) -> Patch:
     """A hemisphere of radius ``r`` centred at x = ``x0``, bulging towards ``sign`` * x."""
+
     def f(u: np.ndarray, v: np.ndarray) -> np.ndarray:
         th, ph = 2 * np.pi * u, 0.5 * np.pi * v
         return np.stack([x0 + sign * r * np.cos(ph), r * np.sin(ph) * np.cos(th), r * np.sin(ph) * np.sin(th)], 1)
+
     return f
 
 
@@ -167,6 +172,7 @@ def _superquadric(a: float, b: float, c: float, e: float, relief: float = 0.0) -
         if relief:
             z = z + relief * np.sin(9 * x) * np.sin(9 * y) * (z > 0)
         return np.stack([x, y, z], 1)
+
     return f
 
 
@@ -179,8 +185,9 @@ def _blob(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 def _torus(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     th, ps = 2 * np.pi * u, 2 * np.pi * v
     big, small = 0.36, 0.15
-    return np.stack([(big + small * np.cos(ps)) * np.cos(th), (big + small * np.cos(ps)) * np.sin(th),
-                     1.1 * small * np.sin(ps)], 1)
+    return np.stack(
+        [(big + small * np.cos(ps)) * np.cos(th), (big + small * np.cos(ps)) * np.sin(th), 1.1 * small * np.sin(ps)], 1
+    )
 
 
 _SHAPES: dict[str, list[Patch]] = {
@@ -246,8 +253,9 @@ def _site(pts: np.ndarray, normals: np.ndarray, rng: np.random.Generator, site: 
     return int(np.argmax(pts @ d - 0.5 * np.linalg.norm(pts - (pts @ d)[:, None] * d, axis=1)))
 
 
-def _geometry_defect(kind: str, pts: np.ndarray, nrm: np.ndarray, c: int, rng: np.random.Generator
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _geometry_defect(
+    kind: str, pts: np.ndarray, nrm: np.ndarray, c: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(new points, labels, keep mask) for a geometry-only defect at point ``c``."""
     d = np.linalg.norm(pts - pts[c], axis=1)
     n_c = nrm[c]
@@ -282,8 +290,9 @@ def _geometry_defect(kind: str, pts: np.ndarray, nrm: np.ndarray, c: int, rng: n
     return new, labels, keep
 
 
-def _colour_defect(kind: str, pts: np.ndarray, col: np.ndarray, c: int, rng: np.random.Generator
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def _colour_defect(
+    kind: str, pts: np.ndarray, col: np.ndarray, c: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """(new colours, labels) for a colour-only defect at point ``c`` (points untouched)."""
     labels = np.zeros(len(pts), np.int8)
     new = col.copy()
@@ -310,8 +319,15 @@ def _colour_defect(kind: str, pts: np.ndarray, col: np.ndarray, c: int, rng: np.
     return np.clip(new, 0, 1), labels
 
 
-def make_object(category: str, rng: np.random.Generator, defect: str | None = None, *, n_points: int = 2500,
-                jitter_deg: float = 15.0, site: Sequence[float] | None = None) -> PointCloud:
+def make_object(
+    category: str,
+    rng: np.random.Generator,
+    defect: str | None = None,
+    *,
+    n_points: int = 2500,
+    jitter_deg: float = 15.0,
+    site: Sequence[float] | None = None,
+) -> PointCloud:
     """One coloured point cloud of ``category``, normal (``defect=None``) or with one injected defect.
 
     Parameters
@@ -360,8 +376,15 @@ def make_object(category: str, rng: np.random.Generator, defect: str | None = No
     return PointCloud(pts, col, labels, category, defect)
 
 
-def make_dataset(categories: Sequence[str], n_normal: int, n_defective: int, rng: np.random.Generator, *,
-                 defects: Sequence[str] = DEFECTS, n_points: int = 2500) -> list[PointCloud]:
+def make_dataset(
+    categories: Sequence[str],
+    n_normal: int,
+    n_defective: int,
+    rng: np.random.Generator,
+    *,
+    defects: Sequence[str] = DEFECTS,
+    n_points: int = 2500,
+) -> list[PointCloud]:
     """``n_normal`` normal and ``n_defective`` defective objects per category (defect types cycled)."""
     out = []
     for cat in categories:

@@ -55,7 +55,6 @@ class Prepared:
     interp_idx: np.ndarray
     interp_w: np.ndarray
 
-
     def select_views(self, views: Sequence[tuple[float, float]]) -> Prepared:
         """The same object restricted to a subset of its rendered views (no re-rendering)."""
         have = list(self.renders.views)
@@ -64,11 +63,25 @@ class Prepared:
         except ValueError:
             raise ValueError(f"views: {tuple(views)} are not all among the rendered views") from None
         r = self.renders
-        sub = Renders(r.colour[idx], r.geometry[idx], r.mask[idx], r.index[idx], r.pixels[idx], r.visibility[idx],
-                      tuple(have[i] for i in idx), r.size)
-        return Prepared(self.cloud, sub, {m: t[:, idx] for m, t in self.tokens.items()},
-                        {m: c[:, idx] for m, c in self.cls.items()}, {m: x[idx] for m, x in self.small.items()},
-                        self.interp_idx[idx], self.interp_w[idx])
+        sub = Renders(
+            r.colour[idx],
+            r.geometry[idx],
+            r.mask[idx],
+            r.index[idx],
+            r.pixels[idx],
+            r.visibility[idx],
+            tuple(have[i] for i in idx),
+            r.size,
+        )
+        return Prepared(
+            self.cloud,
+            sub,
+            {m: t[:, idx] for m, t in self.tokens.items()},
+            {m: c[:, idx] for m, c in self.cls.items()},
+            {m: x[idx] for m, x in self.small.items()},
+            self.interp_idx[idx],
+            self.interp_w[idx],
+        )
 
 
 def _interp(pixels: np.ndarray, size: int, grid: int) -> tuple[np.ndarray, np.ndarray]:
@@ -87,9 +100,14 @@ def _interp(pixels: np.ndarray, size: int, grid: int) -> tuple[np.ndarray, np.nd
     return np.stack(idx, -1), np.stack(w, -1).astype(np.float32)
 
 
-def prepare_objects(clouds: Sequence[PointCloud], encoder: ImageEncoder, views: Sequence[tuple[float, float]]
-                    = DEFAULT_VIEWS, *, splat: int | None = None,
-                    desc: str = "cogeoad render + encode") -> list[Prepared]:
+def prepare_objects(
+    clouds: Sequence[PointCloud],
+    encoder: ImageEncoder,
+    views: Sequence[tuple[float, float]] = DEFAULT_VIEWS,
+    *,
+    splat: int | None = None,
+    desc: str = "cogeoad render + encode",
+) -> list[Prepared]:
     """Render every cloud from ``views`` (one projection pass each) and encode both modalities once."""
     size = int(getattr(encoder, "image_size", 64))
     out = []
@@ -105,8 +123,17 @@ def prepare_objects(clouds: Sequence[PointCloud], encoder: ImageEncoder, views: 
         small_c = F.adaptive_avg_pool2d(col, half).numpy()
         small_g = F.adaptive_avg_pool2d(geo, half).numpy()
         idx, w = _interp(r.pixels, size, encoder.grid)
-        out.append(Prepared(c, r, {"colour": tok_c, "geometry": tok_g}, {"colour": cls_c, "geometry": cls_g},
-                            {"colour": small_c, "geometry": small_g}, idx, w))
+        out.append(
+            Prepared(
+                c,
+                r,
+                {"colour": tok_c, "geometry": tok_g},
+                {"colour": cls_c, "geometry": cls_g},
+                {"colour": small_c, "geometry": small_g},
+                idx,
+                w,
+            )
+        )
     return out
 
 
@@ -116,10 +143,15 @@ class _MVA(nn.Module):
     def __init__(self, in_ch: int, hidden: int = 16) -> None:
         super().__init__()
         self.conv = nn.Sequential(
-            nn.Conv2d(in_ch, 8, 7, stride=2, padding=3), nn.ReLU(),
-            nn.Conv2d(8, 16, 5, stride=2, padding=2), nn.ReLU(),
-            nn.Conv2d(16, 16, 3, stride=2, padding=1), nn.ReLU(),
-            nn.Conv2d(16, 16, 3, stride=2, padding=1), nn.ReLU())
+            nn.Conv2d(in_ch, 8, 7, stride=2, padding=3),
+            nn.ReLU(),
+            nn.Conv2d(8, 16, 5, stride=2, padding=2),
+            nn.ReLU(),
+            nn.Conv2d(16, 16, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(16, 16, 3, stride=2, padding=1),
+            nn.ReLU(),
+        )
         self.proj = nn.Linear(16, hidden)  # W
         self.score = nn.Sequential(nn.Tanh(), nn.Linear(hidden, 1))
 
@@ -175,15 +207,27 @@ class CoGeoAD:
     logit_scale : 1 / temperature of the prompt similarity (CLIP: 100; ours 1/0.07).
     """
 
-    def __init__(self, encoder: ImageEncoder, *, streams: Sequence[Stream] = ("colour", "geometry"),
-                 views: Sequence[tuple[float, float]] = DEFAULT_VIEWS, splat: int | None = None,
-                 view_attention: Literal["mva", "uniform"] = "mva",
-                 layers: Literal["select", "mean", "last"] = "select",
-                 similarity: Literal["per_layer", "fused"] = "per_layer",
-                 prompts: Literal["learned", "fixed"] = "learned", entropy_sign: float = 1.0,
-                 lam_ent: float = 0.1, gamma: float = 1.0, tau: float = 1.0, n_steps: int = 100,
-                 batch_size: int = 8, lr: float = 5e-3, top_k: float = 0.02,
-                 logit_scale: float = 1 / 0.07) -> None:
+    def __init__(
+        self,
+        encoder: ImageEncoder,
+        *,
+        streams: Sequence[Stream] = ("colour", "geometry"),
+        views: Sequence[tuple[float, float]] = DEFAULT_VIEWS,
+        splat: int | None = None,
+        view_attention: Literal["mva", "uniform"] = "mva",
+        layers: Literal["select", "mean", "last"] = "select",
+        similarity: Literal["per_layer", "fused"] = "per_layer",
+        prompts: Literal["learned", "fixed"] = "learned",
+        entropy_sign: float = 1.0,
+        lam_ent: float = 0.1,
+        gamma: float = 1.0,
+        tau: float = 1.0,
+        n_steps: int = 100,
+        batch_size: int = 8,
+        lr: float = 5e-3,
+        top_k: float = 0.02,
+        logit_scale: float = 1 / 0.07,
+    ) -> None:
         self.encoder, self.streams, self.views, self.splat = encoder, tuple(streams), tuple(views), splat
         self.view_attention, self.layers, self.similarity, self.prompts = view_attention, layers, similarity, prompts
         self.entropy_sign, self.lam_ent, self.gamma, self.tau = entropy_sign, lam_ent, gamma, tau
@@ -196,15 +240,21 @@ class CoGeoAD:
             raise ValueError(f"streams = {self.streams!r}: must be a non-empty subset of {STREAMS}")
         if "concat" in self.streams and len(self.streams) > 1:
             raise ValueError("streams: 'concat' fuses both modalities itself and must stand alone")
-        for name, val, ok in (("view_attention", self.view_attention, ("mva", "uniform")),
-                              ("layers", self.layers, ("select", "mean", "last")),
-                              ("similarity", self.similarity, ("per_layer", "fused")),
-                              ("prompts", self.prompts, ("learned", "fixed"))):
+        for name, val, ok in (
+            ("view_attention", self.view_attention, ("mva", "uniform")),
+            ("layers", self.layers, ("select", "mean", "last")),
+            ("similarity", self.similarity, ("per_layer", "fused")),
+            ("prompts", self.prompts, ("learned", "fixed")),
+        ):
             if val not in ok:
                 raise ValueError(f"{name} = {val!r}: must be one of {ok}")
-        for fname, fval, lo in (("lam_ent", self.lam_ent, 0.0), ("gamma", self.gamma, 1e-9),
-                                ("tau", self.tau, 1e-9), ("lr", self.lr, 1e-12),
-                                ("logit_scale", self.logit_scale, 1e-9)):
+        for fname, fval, lo in (
+            ("lam_ent", self.lam_ent, 0.0),
+            ("gamma", self.gamma, 1e-9),
+            ("tau", self.tau, 1e-9),
+            ("lr", self.lr, 1e-12),
+            ("logit_scale", self.logit_scale, 1e-9),
+        ):
             if not isinstance(fval, (int, float)) or not np.isfinite(fval) or fval < lo:
                 raise ValueError(f"{fname} = {fval!r}: must be a finite number >= {lo:g}")
         if self.entropy_sign not in (-1, 0, 1):
@@ -212,18 +262,23 @@ class CoGeoAD:
         if not 0 < self.top_k <= 1:
             raise ValueError(f"top_k = {self.top_k!r}: must be in (0, 1]")
         for iname, ival in (("n_steps", self.n_steps), ("batch_size", self.batch_size)):
-            if isinstance(ival, bool) or not isinstance(ival, (int, np.integer)) \
-                    or ival < (0 if iname == "n_steps" else 1):
-                raise ValueError(f"{iname} = {ival!r}: must be a non-negative integer" if iname == "n_steps"
-                                 else f"{iname} = {ival!r}: must be a positive integer")
+            if (
+                isinstance(ival, bool)
+                or not isinstance(ival, (int, np.integer))
+                or ival < (0 if iname == "n_steps" else 1)
+            ):
+                raise ValueError(
+                    f"{iname} = {ival!r}: must be a non-negative integer"
+                    if iname == "n_steps"
+                    else f"{iname} = {ival!r}: must be a positive integer"
+                )
 
     def _as_prepared(self, objs: Sequence[PointCloud | Prepared], desc: str) -> list[Prepared]:
         clouds = [o for o in objs if isinstance(o, PointCloud)]
         ready = {i: o for i, o in enumerate(objs) if isinstance(o, Prepared)}
         if len(clouds) + len(ready) != len(objs):
             raise TypeError("objects: expected PointCloud or Prepared items")
-        fresh = iter(prepare_objects(clouds, self.encoder, self.views, splat=self.splat, desc=desc)
-                     if clouds else [])
+        fresh = iter(prepare_objects(clouds, self.encoder, self.views, splat=self.splat, desc=desc) if clouds else [])
         out = [ready[i] if i in ready else next(fresh) for i in range(len(objs))]
         for p in out:
             if p.renders.views != tuple((float(a), float(b)) for a, b in self.views):
@@ -240,8 +295,9 @@ class CoGeoAD:
             tok, cls, small = prep.tokens[stream], prep.cls[stream], prep.small[stream]
         return torch.from_numpy(tok), torch.from_numpy(cls), torch.from_numpy(small)
 
-    def _stream_forward(self, head: _Head, prep: Prepared, stream: str) -> tuple[torch.Tensor, torch.Tensor,
-                                                                                   torch.Tensor]:
+    def _stream_forward(
+        self, head: _Head, prep: Prepared, stream: str
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(patch map (V, P), point scores (n,), alpha (V,)) of one stream."""
         tok, cls, small = self._stream_tensors(prep, stream)
         n_layers, n_views = tok.shape[0], tok.shape[1]
@@ -286,8 +342,13 @@ class CoGeoAD:
         point = torch.stack(points).max(0).values  # A_point = max(S^Co, S^Geo)
         k = max(1, int(round(self.top_k * point.numel())))
         obj = torch.topk(point, k).values.mean()
-        return {"maps": torch.stack(maps).max(0).values, "point": point, "object": obj, "alpha": alphas,
-                "stream_points": dict(zip(self.streams, points, strict=True))}
+        return {
+            "maps": torch.stack(maps).max(0).values,
+            "point": point,
+            "object": obj,
+            "alpha": alphas,
+            "stream_points": dict(zip(self.streams, points, strict=True)),
+        }
 
     # ------------------------------------------------------------------------------------ training
     def fit(self, aux_objects: Sequence[PointCloud | Prepared], rng: np.random.Generator) -> CoGeoAD:
@@ -304,15 +365,23 @@ class CoGeoAD:
         width = self.encoder.width
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
-            self.heads_ = nn.ModuleList([
-                _Head(self.encoder.n_layers, 2 * width if s == "concat" else width,
-                      {"colour": 3, "geometry": 1, "concat": 4}[s]) for s in self.streams])
+            self.heads_ = nn.ModuleList(
+                [
+                    _Head(
+                        self.encoder.n_layers,
+                        2 * width if s == "concat" else width,
+                        {"colour": 3, "geometry": 1, "concat": 4}[s],
+                    )
+                    for s in self.streams
+                ]
+            )
         for head, s in zip(self._heads(), self.streams, strict=True):
             with torch.no_grad():
                 if self.prompts == "fixed":
                     normals = [p for p in preps if not p.cloud.is_anomalous] or preps
-                    mean = torch.stack([F.normalize(self._stream_tensors(p, s)[0][-1], dim=-1).mean((0, 1))
-                                        for p in normals]).mean(0)
+                    mean = torch.stack(
+                        [F.normalize(self._stream_tensors(p, s)[0][-1], dim=-1).mean((0, 1)) for p in normals]
+                    ).mean(0)
                     head.prompts.copy_(torch.stack([mean, -mean]))
                 else:
                     head.prompts.copy_(0.02 * torch.randn(tuple(head.prompts.shape), generator=gen))
@@ -331,8 +400,10 @@ class CoGeoAD:
         grid = self.encoder.grid
         # Deviation: the 2D focal + dice losses compare the patch-grid map with area-pooled GT masks (soft
         # targets) instead of the map upsampled to H x W with the binary mask (4-16x cheaper on a CPU).
-        masks = [F.adaptive_avg_pool2d(torch.from_numpy(p.renders.mask.astype(np.float32))[:, None], grid)[:, 0]
-                 for p in preps]
+        masks = [
+            F.adaptive_avg_pool2d(torch.from_numpy(p.renders.mask.astype(np.float32))[:, None], grid)[:, 0]
+            for p in preps
+        ]
         for _ in track(range(self.n_steps), "cogeoad prompt learning", total=self.n_steps):
             batch = rng.choice(len(preps), size=min(self.batch_size, len(preps)), replace=False)
             loss = torch.zeros(())
@@ -345,8 +416,14 @@ class CoGeoAD:
                 yp = torch.from_numpy(p.cloud.labels.astype(np.float32))[seen]
                 ap = out["point"][seen]
                 obj_y = torch.tensor(float(p.cloud.is_anomalous))
-                loss = loss + _focal(up, y2d) + _dice(up, y2d) + _focal(ap, yp) + _dice(ap, yp) \
+                loss = (
+                    loss
+                    + _focal(up, y2d)
+                    + _dice(up, y2d)
+                    + _focal(ap, yp)
+                    + _dice(ap, yp)
                     + F.binary_cross_entropy(out["object"].clamp(1e-6, 1 - 1e-6), obj_y)
+                )
                 if self.view_attention == "mva" and self.entropy_sign != 0:
                     ent = sum(_entropy(a) for a in out["alpha"].values())
                     loss = loss - self.entropy_sign * self.lam_ent * ent  # reward (+1) or penalty (-1)
@@ -388,6 +465,7 @@ class CoGeoAD:
         g, size = self.encoder.grid, prep.renders.size
         with torch.no_grad():
             out = self._forward(prep)
-            up = F.interpolate(out["maps"].reshape(-1, 1, g, g), size=(size, size), mode="bilinear",
-                               align_corners=False)[:, 0]
+            up = F.interpolate(
+                out["maps"].reshape(-1, 1, g, g), size=(size, size), mode="bilinear", align_corners=False
+            )[:, 0]
         return up.numpy().astype(np.float64)

@@ -51,8 +51,10 @@ def _pooled(labels: Sequence[np.ndarray], scores: Sequence[np.ndarray]) -> tuple
     for i, (y, s) in enumerate(zip(labels, scores, strict=True)):
         if np.shape(y) != np.shape(s):
             raise ValueError(f"scores[{i}]: shape {np.shape(s)} differs from labels[{i}]'s {np.shape(y)}")
-    return (as_labels(np.concatenate(labels), "labels", binary=True),
-            as_array(np.concatenate(scores), "scores", ndim=1))
+    return (
+        as_labels(np.concatenate(labels), "labels", binary=True),
+        as_array(np.concatenate(scores), "scores", ndim=1),
+    )
 
 
 def point_auroc(labels: Sequence[np.ndarray], scores: Sequence[np.ndarray]) -> float:
@@ -85,8 +87,13 @@ def defect_regions(points: np.ndarray, labels: np.ndarray, k: int = 8) -> list[n
     return [idx[comp == c] for c in range(n_comp)]
 
 
-def aupro(points: Sequence[np.ndarray], labels: Sequence[np.ndarray], scores: Sequence[np.ndarray],
-          fpr_limit: float = 0.3, n_thresholds: int = 200) -> float:
+def aupro(
+    points: Sequence[np.ndarray],
+    labels: Sequence[np.ndarray],
+    scores: Sequence[np.ndarray],
+    fpr_limit: float = 0.3,
+    n_thresholds: int = 200,
+) -> float:
     """Normalised area under the per-region-overlap curve up to ``fpr_limit`` (see the module docstring)."""
     if not 0 < fpr_limit <= 1:
         raise ValueError(f"fpr_limit = {fpr_limit!r}: must be in (0, 1]")
