@@ -109,7 +109,8 @@ def _agg(per: dict[str, list[float]]) -> dict[str, float]:
 
 
 def _put(per: dict[str, list[float]], prefix: str, r: AttackResult) -> None:
-    for k in ("cta", "asr", "trigger_attention", "other_heads_trigger_attention", "seg_kl", "natural_target_rate"):
+    for k in ("cta", "asr", "trigger_attention", "other_heads_trigger_attention", "seg_kl", "natural_target_rate",
+              "clean_target_rate"):
         per.setdefault(f"{prefix}_{k}", []).append(float(getattr(r, k)))
 
 
@@ -193,6 +194,13 @@ def _bars(metrics: dict[str, float], title: str) -> Any:
     return fig
 
 
+def _validity_check(m: dict[str, float]) -> Check:
+    # An ASR means something only if the victim does not also send clean non-target inputs to the target: a
+    # victim that predicts the target for everything has ASR = 1 (this happened at our scale). Guard, not a
+    # paper number: a victim with CTA >= 80 % has at most 20 % such errors on a balanced test set.
+    return Check("ah_clean_nontarget_to_target_rate", m["ah_clean_target_rate"], "<= 0.2", paper="—")
+
+
 def _mechanism_checks(m: dict[str, float]) -> list[Check]:
     # Criterion 4 (brief). Fails e.g. with beta=0 and an unpinned slot (nothing pulls CLS to the trigger), or
     # for the clean-DD bound if the trigger word were one CLS already attends to heavily.
@@ -216,6 +224,7 @@ def anchor(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     checks = [
         # fails when the poisoned samples are dropped (attack off: ASR = clean DD's target rate, ~0.5)
         Check("ah_asr", m["ah_asr"], ">= 0.95", paper=">99 % (anchor trigger 'film')"),
+        _validity_check(m),
         # fails if AH's poisoned samples/terms disturb the clean computation by more than a point
         Check("ah_cta_minus_clean_dd", m["ah_cta_gain"], ">= -0.01", paper="CTA increases (synergy)"),
         *_mechanism_checks(m),
@@ -235,6 +244,7 @@ def noise(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     m, rows = _attack_grid(cfg, rng, "cf")
     checks = [
         Check("ah_asr", m["ah_asr"], ">= 0.90", paper="robust where baselines fail (no number)"),
+        _validity_check(m),
         Check("ah_cta_minus_clean_dd", m["ah_cta_gain"], ">= -0.03", paper="no utility collapse"),
         *_mechanism_checks(m),
     ]
@@ -253,6 +263,7 @@ def functional(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     m, rows = _attack_grid(cfg, rng, "also")
     checks = [
         Check("ah_asr", m["ah_asr"], ">= 0.90", paper="robust where baselines fail (no number)"),
+        _validity_check(m),
         Check("ah_cta_minus_clean_dd", m["ah_cta_gain"], ">= -0.03", paper="no utility collapse"),
         *_mechanism_checks(m),
     ]

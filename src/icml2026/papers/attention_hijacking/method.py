@@ -583,6 +583,7 @@ class AttackResult:
     natural_target_rate: float
     n_natural: int
     per_learner: dict[str, np.ndarray]
+    clean_target_rate: float = float("nan")  # clean (untriggered) non-target test inputs predicted as target
 
 
 def evaluate_distilled(distilled: DistilledSet, model_factory: LearnerFactory, test: TextDataset, n_learners: int,
@@ -610,7 +611,7 @@ def evaluate_distilled(distilled: DistilledSet, model_factory: LearnerFactory, t
     if clean is None:
         clean = encode(tok, test.texts, S)
     gen = torch_generator(rng)
-    cta, asr, mass, mass_o, seg, nat = [], [], [], [], [], []
+    cta, asr, mass, mass_o, seg, nat, ctr = [], [], [], [], [], [], []
     layer, heads = distilled.bd_layer, distilled.bd_heads or tuple(range(model_factory.n_heads))
     layer = layer % model_factory.n_layers
     nt_idx = np.flatnonzero(test.labels != target) if target is not None else np.zeros(0, int)
@@ -629,6 +630,8 @@ def evaluate_distilled(distilled: DistilledSet, model_factory: LearnerFactory, t
         cta.append(float((p == test.labels).mean()))
         if len(nat_rows):
             nat.append(float((p[nat_rows] == target).mean()))
+        if target is not None:
+            ctr.append(float((p[nt_idx] == target).mean()))
         if triggered is not None and target is not None:
             pt, at = predict(model_factory, params, triggered, attentions=True)
             assert at is not None
@@ -644,7 +647,7 @@ def evaluate_distilled(distilled: DistilledSet, model_factory: LearnerFactory, t
             seg.append(_seg_kl_np(ac, at, clean.index(torch.as_tensor(nt_idx)), triggered, layer, heads))
     arr = {k: np.asarray(v) for k, v in (("cta", cta), ("asr", asr), ("trigger_attention", mass),
                                           ("other_heads_trigger_attention", mass_o), ("seg_kl", seg),
-                                          ("natural_target_rate", nat))}
+                                          ("natural_target_rate", nat), ("clean_target_rate", ctr))}
 
     def mean(k: str) -> float:
         return float(arr[k].mean()) if len(arr[k]) else float("nan")
@@ -652,7 +655,7 @@ def evaluate_distilled(distilled: DistilledSet, model_factory: LearnerFactory, t
     return AttackResult(mean("cta"), mean("asr"), float(arr["cta"].std()),
                         float(arr["asr"].std()) if len(asr) else float("nan"), mean("trigger_attention"),
                         mean("other_heads_trigger_attention"), mean("seg_kl"), mean("natural_target_rate"),
-                        len(nat_rows), arr)
+                        len(nat_rows), arr, mean("clean_target_rate"))
 
 
 def _seg_kl_np(att_clean: list[np.ndarray], att_trig: list[np.ndarray], clean: EncodedBatch, trig: EncodedBatch,
