@@ -306,32 +306,35 @@ def regimes(cfg: RegimesConfig, rng: np.random.Generator) -> Outcome:
     ratio_it = np.array([m["ratio"] for m in mech["image-text"]])
     ratio_t = np.array([m["ratio"] for m in mech["text-only"]])
     put("sym_pos_ratio_change", list(np.log(ratio_it) - np.log(ratio_t)))
-    ood_ratio = float(i_ood.mean() / max(t_ood.mean(), 1e-9))
-    metrics["ood_ratio_image_over_text_only"] = ood_ratio
+    put("ood_ratio_image_over_text_only", list(i_ood / np.maximum(t_ood, 1e-9)))
+    # Headline comparisons (criteria 4-6) must hold on EVERY sub-seed: the checks read the minimum over
+    # sub-seeds of the paired per-seed statistic (ratios of small accuracies and of smoothed flip counts are
+    # unstable, and a mean can be carried by one seed). With one sub-seed the minimum is that seed's value.
+    ood_ratio = metrics["ood_ratio_image_over_text_only_min"]
     checks = [
         # criterion 3: fails for an under-trained model (ID) or one that generalises by itself (OOD)
         Check("text_only_id_acc", metrics["text-only_id_acc"], ">= 0.98", paper="~100% ID"),
         Check("text_only_ood_acc", metrics["text-only_ood_acc"], "<= 0.60", paper="37.2% OOD"),
         # criterion 4: fails if images do not help beyond more steps of text
         Check("ood_ratio_image_text_over_text_only", ood_ratio, ">= 1.3", paper="69.5 / 37.2 = 1.87"),
-        Check("ood_gain_image_text_minus_text_long", metrics["ood_gain_image_vs_long"], ">= 0.10",
+        Check("ood_gain_image_text_minus_text_long", metrics["ood_gain_image_vs_long_min"], ">= 0.10",
               paper="—"),
         Check("image_text_id_acc", metrics["image-text_id_acc"], ">= 0.97", paper="no forgetting"),
-        # criterion 5 (soft in the brief): paired per-seed differences, mean over seeds.
+        # criterion 5 (soft in the brief): paired per-seed differences, minimum over sub-seeds.
         # Deviation: a 5-point margin instead of "> 0": with n_eval samples per OOD N the sampling error of a
         # difference is ~2-3 points, so "> 0" would be decided by noise for two regimes that are equal.
-        Check("ood_gain_noise_text_minus_text_only", metrics["ood_gain_noise_vs_text_only"], ">= 0.05",
+        Check("ood_gain_noise_text_minus_text_only", metrics["ood_gain_noise_vs_text_only_min"], ">= 0.05",
               paper="57.5 vs 37.2"),
-        Check("ood_gain_image_text_minus_noise_text", metrics["ood_gain_image_vs_noise"], ">= 0.05",
+        Check("ood_gain_image_text_minus_noise_text", metrics["ood_gain_image_vs_noise_min"], ">= 0.05",
               paper="69.5 vs 57.5"),
-        # criterion 6: log(Sym/Pos) of image-text minus text-only, mean over seeds (paired). Deviation: >= 0.1
+        # criterion 6: log(Sym/Pos) of image-text minus text-only, paired, minimum over sub-seeds. Deviation: >= 0.1
         # (a >= ~10% higher ratio) rather than "> 0", for the same sampling-noise reason (100-200 pairs)
-        Check("log_sym_pos_ratio_image_text_minus_text_only", metrics["sym_pos_ratio_change"], ">= 0.1",
+        Check("log_sym_pos_ratio_image_text_minus_text_only", metrics["sym_pos_ratio_change_min"], ">= 0.1",
               paper="Qwen3 1.819 -> Qwen3-VL 2.463"),
         # the ratio means something only if the patch flips the prediction to x's symbolic or positional item
         # often enough: fails for models whose patched predictions are mostly "other" (an untrained model)
         Check("min_sym_plus_pos_flips_at_dominant_layer",
-              min(metrics["text-only_sym_plus_pos_flips"], metrics["image-text_sym_plus_pos_flips"]), ">= 0.2",
+              min(metrics["text-only_sym_plus_pos_flips_min"], metrics["image-text_sym_plus_pos_flips_min"]), ">= 0.2",
               paper="—"),
     ]
     figures = _figures(names, per_n, mech, id_ns, ood_ns, cfg.n_layer)
