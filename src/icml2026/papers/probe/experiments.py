@@ -246,7 +246,8 @@ def headline(cfg: HeadlineConfig, rng: np.random.Generator) -> Outcome:
         put("seen_drop", per["bacc_seen_B0"][-1] - per["bacc_seen_PROBE"][-1])
         if s == 0:
             g_r = spawn(r_diag, len(zoo))
-            grid = {"real": real_te[:8], "seen DDPM": std[:8], "PROBE buffer": fit.buffers["PROBE"][-8:],
+            grid = {"real": real_te[:: max(1, len(real_te) // 8)][:8], "seen DDPM": std[:8],
+                    "PROBE buffer": fit.buffers["PROBE"][-8:],
                     **{k: gen.sample(8, rg) for (k, gen), rg in zip(zoo.items(), g_r, strict=True)}}
     metrics: dict[str, float] = {}
     for k, v in per.items():
