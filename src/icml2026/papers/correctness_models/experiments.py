@@ -62,6 +62,30 @@ def _bootstrap_diff(a: np.ndarray, b: np.ndarray, y: np.ndarray, groups: np.ndar
     return float(lo), float(hi)
 
 
+def _ratio_ci_high(inputs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray] | None], n_boot: int,
+                   rng: np.random.Generator) -> float:
+    """97.5th percentile of gap(bare) / gap(phrased) over bootstrap resamples, gap = AUROC(answerful) -
+    AUROC(answerless) on the same resampled eval items; NaN when a condition is missing or too few resamples
+    are defined (one class, or a phrased gap <= 0)."""
+    if inputs.get("bare") is None or inputs.get("phrased") is None:
+        return float("nan")
+    ratios = []
+    for _ in range(n_boot):
+        gaps = []
+        for tag in ("bare", "phrased"):
+            p_af, p_al, y = inputs[tag]  # type: ignore[misc]
+            s = rng.integers(0, y.size, y.size)
+            if y[s].min() == y[s].max():
+                break
+            gaps.append(auroc(p_af[s], y[s]) - auroc(p_al[s], y[s]))
+        else:
+            if gaps[1] > 0:
+                ratios.append(gaps[0] / gaps[1])
+    if len(ratios) < 10:
+        return float("nan")
+    return float(np.percentile(ratios, 97.5))
+
+
 # --------------------------------------------------------------------------- criterion 1: metrics
 @config
 class MetricsConfig:
@@ -256,6 +280,7 @@ def gcm(cfg: GCMConfig, rng: np.random.Generator) -> Outcome:
     m["aurc_gcm_wins"] = float(n_aurc_win)
 
     # Criterion 5: answerful vs answerless, with phrasing and with bare answers (control).
+    gap_inputs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray] | None] = {}
     for tag, phrasing in (("phrased", True), ("bare", False)):
         trp, evp = hist.part(list(fams), "train", phrasing=phrasing), hist.part(list(fams), "eval", phrasing=phrasing)
         (p_af,) = _fit_predict(emb, "answerful", cfg.cm_c, trp, [evp], fams)
@@ -263,7 +288,12 @@ def gcm(cfg: GCMConfig, rng: np.random.Generator) -> Outcome:
         m[f"auroc_answerful_{tag}"] = float("nan") if p_af is None else _nan_if_undefined(auroc, p_af, evp[3])
         m[f"auroc_answerless_{tag}"] = float("nan") if p_al is None else _nan_if_undefined(auroc, p_al, evp[3])
         m[f"gap_{tag}"] = m[f"auroc_answerful_{tag}"] - m[f"auroc_answerless_{tag}"]
+        gap_inputs[tag] = None if p_af is None or p_al is None else (p_af, p_al, np.asarray(evp[3]))
     m["gap_bare_over_phrased"] = m["gap_bare"] / m["gap_phrased"] if m["gap_phrased"] > 0 else float("nan")
+    # The control is a statement with 95% confidence: the upper end of the bootstrap interval of the ratio
+    # (eval items resampled within each condition). Its point value sits on the brief's 0.5 at our scale
+    # (0.46-0.56 over three seeds), where a point verdict is decided by the seed.
+    m["gap_bare_over_phrased_ci_high"] = _ratio_ci_high(gap_inputs, cfg.n_bootstrap, r_boot)
 
     # Criterion 2: a deliberately over-confident CM (the pooled GCM with its logits scaled), calibrated on
     # the 5% calibration split, evaluated on the eval split.
@@ -305,7 +335,7 @@ def gcm(cfg: GCMConfig, rng: np.random.Generator) -> Outcome:
         Check("aurc_gcm_wins", m["aurc_gcm_wins"], ">= 4", paper="GCM improves selective prediction"),
         # criterion 5: answerful - answerless >= 0.05, and the bare-answer gap at most half of it
         Check("gap_phrased", m["gap_phrased"], ">= 0.05", paper="answerful >> answerless"),
-        Check("gap_bare_over_phrased", m["gap_bare_over_phrased"], "<= 0.5",
+        Check("gap_bare_over_phrased_ci_high", m["gap_bare_over_phrased_ci_high"], "<= 0.5",
               paper="answer phrasing is a strong predictor"),
     ] + [
         # criterion 2: isotonic, Platt and spline each remove >= 50% of the over-confident CM's ECE
