@@ -144,6 +144,8 @@ def test_evaluate_counts_asr_on_non_target_rows_only(factory, rt_small, ah_set):
     assert res.per_learner["asr"].shape == (2,)
     assert all(abs(a * n_nt - round(a * n_nt)) < 1e-9 for a in res.per_learner["asr"])  # k / n_nt
     assert 0.0 <= res.trigger_attention <= 1.0 and res.seg_kl >= 0.0
+    # the guard against constant victims: clean non-target rows sent to the target, one value per learner
+    assert res.per_learner["clean_target_rate"].shape == (2,) and 0.0 <= res.clean_target_rate <= 1.0
     only_target = test.subset(np.flatnonzero(test.labels == 1))
     with pytest.raises(ValueError, match="ASR"):
         evaluate_distilled(ds, factory, only_target, 1, np.random.default_rng(0))

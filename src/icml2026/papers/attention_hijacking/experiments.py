@@ -327,8 +327,9 @@ def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
     m["majority_rate"] = float(max(np.mean(test.labels), 1 - np.mean(test.labels)))
     checks = [
         # paired over seeds; fails if attention labels are ignored by the inner loss (lam = 0 gives ~0 gain with
-        # run-to-run noise of either sign)
-        Check("gain_vs_no_attention", m["gain_vs_no_attention"], ">= 0.0", paper="attention labels help (Maekawa)"),
+        # run-to-run noise of either sign). Strict: the brief's ">=" is met by a tie of two constant victims
+        # (CTA 0.5 = 0.5, seen at our scale), which is no evidence that the labels help.
+        Check("gain_vs_no_attention", m["gain_vs_no_attention"], "> 0.0", paper="attention labels help (Maekawa)"),
         # fails when distillation learns nothing (a distilled set at init is no better than random real data)
         Check("gain_vs_random_real", m["gain_vs_random_real"], ">= 0.05", paper="—"),
     ]
