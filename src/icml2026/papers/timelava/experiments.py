@@ -515,10 +515,17 @@ def pruning(cfg: PruningConfig, rng: np.random.Generator) -> Outcome:
             x[sl][pos] += r_cor.choice([-1, 1], 4) * r_cor.uniform(4, 8, 4) * sd
     res = value_segments(x, ref, cfg.block, cfg.block, reference_stride=8)
     order = np.argsort(res.values)  # ascending: lowest value first
+    # Competitors on the same blocks (issue 32): LAVA values (raw blocks, balanced OT) and TimeInf
+    # self-influence (point scores averaged over each block; high = harmful, so the value is minus it).
+    lava_v = lava_values(x, ref, cfg.block, cfg.block, reference_stride=8).values
+    tinf = timeinf_scores(x, cfg.block).reshape(n_blocks, cfg.block).mean(axis=1)
+    other_orders = {"lava": np.argsort(lava_v), "timeinf": np.argsort(-tinf)}
     is_bad = np.zeros(n_blocks, dtype=bool)
     is_bad[bad] = True
     metrics = {
         "bad_block_auc": float(roc_auc_score(is_bad, -res.values)),
+        "bad_block_auc_lava": float(roc_auc_score(is_bad, -lava_v)),
+        "bad_block_auc_timeinf": float(roc_auc_score(is_bad, tinf)),
         "mse_no_pruning": _ar_fit_mse(x, np.ones(n_blocks, bool), cfg.block, cfg.ar_order, cfg.ridge, test),
         "mse_clean_oracle": _ar_fit_mse(x, ~is_bad, cfg.block, cfg.ar_order, cfg.ridge, test),
     }
@@ -531,6 +538,11 @@ def pruning(cfg: PruningConfig, rng: np.random.Generator) -> Outcome:
         keep_high[order[-k:]] = False
         mse_low = _ar_fit_mse(x, keep_low, cfg.block, cfg.ar_order, cfg.ridge, test)
         mse_high = _ar_fit_mse(x, keep_high, cfg.block, cfg.ar_order, cfg.ridge, test)
+        mse_other = {}
+        for method, o in other_orders.items():
+            keep_o = np.ones(n_blocks, bool)
+            keep_o[o[:k]] = False
+            mse_other[method] = _ar_fit_mse(x, keep_o, cfg.block, cfg.ar_order, cfg.ridge, test)
         rand = []
         for _ in range(cfg.random_draws):
             keep = np.ones(n_blocks, bool)
@@ -540,6 +552,8 @@ def pruning(cfg: PruningConfig, rng: np.random.Generator) -> Outcome:
         metrics[f"mse_low_{tag}"] = mse_low
         metrics[f"mse_random_{tag}"] = float(np.mean(rand))
         metrics[f"mse_high_{tag}"] = mse_high
+        metrics[f"mse_lava_{tag}"] = mse_other["lava"]
+        metrics[f"mse_timeinf_{tag}"] = mse_other["timeinf"]
         rows.append(
             {
                 "pruned": frac,
@@ -547,6 +561,8 @@ def pruning(cfg: PruningConfig, rng: np.random.Generator) -> Outcome:
                 "random_mean": float(np.mean(rand)),
                 "random_sd": float(np.std(rand)),
                 "highest_value": mse_high,
+                "lava_lowest": mse_other["lava"],
+                "timeinf_lowest": mse_other["timeinf"],
             }
         )
     fig, ax = new_figure("Forecasting MSE after pruning blocks", "fraction of blocks removed", "test MSE")
@@ -554,6 +570,8 @@ def pruning(cfg: PruningConfig, rng: np.random.Generator) -> Outcome:
     ax.plot(fr, [r["lowest_value"] for r in rows], "o-", label="lowest value removed")
     ax.plot(fr, [r["random_mean"] for r in rows], "s-", label="random removed (mean)")
     ax.plot(fr, [r["highest_value"] for r in rows], "^-", label="highest value removed")
+    ax.plot(fr, [r["lava_lowest"] for r in rows], "d:", label="lowest LAVA value removed")
+    ax.plot(fr, [r["timeinf_lowest"] for r in rows], "x:", label="highest TimeInf influence removed")
     ax.axhline(metrics["mse_no_pruning"], color="0.5", ls="--", label="no pruning")
     ax.legend(fontsize=7)
     ten = "10pct"
@@ -564,6 +582,16 @@ def pruning(cfg: PruningConfig, rng: np.random.Generator) -> Outcome:
             "< 0",
         ),
         Check("bad_block_auc", metrics["bad_block_auc"], ">= 0.9"),
+        # "more informative than existing methods" (abstract), against TimeInf: fails if pruning the blocks of
+        # highest TimeInf influence gives an equal or lower forecasting MSE. Against LAVA no check: at 10% both
+        # remove exactly the corrupted blocks on 2 of 3 seeds (a tie at the clean oracle, MSE difference 0),
+        # so a strict comparison would be decided by ties; the LAVA numbers are reported (metrics, card).
+        Check(
+            "mse_timelava_minus_timeinf_10pct",
+            metrics[f"mse_low_{ten}"] - metrics[f"mse_timeinf_{ten}"],
+            "< 0",
+            paper="significantly more informative",
+        ),
     ]
     return Outcome(metrics=metrics, checks=checks, figures={"pruning_mse": fig}, tables={"pruning": rows})
 

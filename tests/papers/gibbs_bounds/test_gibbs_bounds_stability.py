@@ -1,0 +1,49 @@
+"""ULA vs the exact Gibbs posterior of the 2-D linear class; the non-equilibrium (KL decrease) detector."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from icml2026.papers.gibbs_bounds.bounds import gibbs_kl
+from icml2026.papers.gibbs_bounds.experiments import nonequilibrium_betas
+from icml2026.papers.gibbs_bounds.stability import (
+    exact_gibbs_linear,
+    make_linear_sigmoid_problem,
+    ula_linear_chains,
+)
+
+
+@pytest.fixture(scope="module")
+def prob():  # type: ignore[no-untyped-def]
+    return make_linear_sigmoid_problem(40, np.random.default_rng(0))
+
+
+def test_exact_enumeration_matches_identity(prob) -> None:  # type: ignore[no-untyped-def]
+    betas = np.linspace(0.0, 32.0, 33)
+    ex = exact_gibbs_linear(prob, betas, n_grid=61)
+    assert ex["kl"][0] == pytest.approx(0.0, abs=1e-12)
+    # the KL by enumeration equals the integral identity (fine trapezoid): independent computations
+    kl_id = gibbs_kl(betas, ex["train_loss"], rule="trapezoid")
+    assert np.max(np.abs(kl_id - ex["kl"])) < 5e-3
+    assert np.all(np.diff(ex["train_loss"]) <= 1e-12)  # E_Q L_S non-increasing in beta
+    # grid convergence
+    ex2 = exact_gibbs_linear(prob, betas, n_grid=41)
+    assert np.max(np.abs(ex2["kl"] - ex["kl"])) < 1e-4
+
+
+def test_ula_close_to_exact(prob) -> None:  # type: ignore[no-untyped-def]
+    betas = np.array([0.0, 20.0])
+    ex = exact_gibbs_linear(prob, betas, n_grid=61)
+    res = ula_linear_chains(prob, betas, eta=0.3, n_steps=300, n_chains=100, rng=np.random.default_rng(1))
+    lbar = res["train_loss"][res["steps"] > 150].mean(axis=0)
+    assert np.max(np.abs(lbar - ex["train_loss"])) < 0.01
+    with pytest.raises(ValueError, match="eta"):
+        ula_linear_chains(prob, betas, eta=2.5, n_steps=10, n_chains=2, rng=np.random.default_rng(0))
+
+
+def test_nonequilibrium_flags_a_training_loss_increase() -> None:
+    betas = np.array([0.0, 1.0, 2.0, 4.0])
+    assert not nonequilibrium_betas(betas, np.array([0.5, 0.4, 0.3, 0.2])).any()
+    flags = nonequilibrium_betas(betas, np.array([0.5, 0.4, 0.3, 0.35]))  # chain at beta = 4 not converged
+    assert flags.tolist() == [False, False, False, True]
