@@ -8,6 +8,7 @@ planner initialisation and training (sub-seeds via ``spawn``).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -79,6 +80,11 @@ def _quick() -> DriveConfig:
         eval_steps=20,
         n_boot=300,
     )
+
+
+def _quick_cot() -> DriveConfig:
+    # 4 closed-loop episodes (one long-tail): the committed quick runs of adaptive_cot used this size
+    return dataclasses.replace(_quick(), n_eval=4)
 
 
 @dataclass
@@ -470,7 +476,7 @@ def _trajectory_figure(results: dict[str, Any]) -> Any:
     claim="Adaptive CoT (F: 'easy' on simple scenes, long reasoning on hard ones) emits <= 35% of the "
     "reasoning tokens of always-long CoT (E) per step while its DS-analogue on long-tail episodes stays "
     ">= E - 2 points.",
-    presets={"smoke": _smoke(), "quick": _quick(), "full": DriveConfig()},
+    presets={"smoke": _smoke(), "quick": _quick_cot(), "full": DriveConfig()},
 )
 def adaptive_cot(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
     from .closed_loop import bootstrap_ci, closed_loop, eval_event
