@@ -99,6 +99,13 @@ class QuantMLPActor(MLPActor):
     like the DWC's side network, is not part of the deterministic inference path.
     """
 
+    # Deviation: differences from the released QAT model (official quantized_models.py), each declared in the
+    # card: (1) biases are float here, Int32Bias-quantised there; (2) our log-std head reads the quantised
+    # trunk, the official SAC actor takes it from a separate float network; (3) the official model starts with
+    # quantisation disabled (a warm-up that only collects activation statistics) and enables it later, ours
+    # quantises from the first step; (4) our 8-bit output quantiser is brevitas' Int8ActPerTensorFloat, theirs
+    # a QuantIdentity with their own constant-scale injectors; (5) no weight clipping to [-1, 1].
+
     def __init__(self, obs_dim: int, act_dim: int, hidden: int = 256, action_scale: np.ndarray | float = 1.0,
                  action_bias: np.ndarray | float = 0.0, weight_bits: int = 8, act_bits: int = 8,
                  input_bits: int = 8, output_bits: int = 8, generator: torch.Generator | None = None) -> None:

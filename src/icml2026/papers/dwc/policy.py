@@ -93,6 +93,9 @@ class DWCPolicy(nn.Module):
             raise ValueError(f"n_luts must be positive, got {n_luts!r}")
         if sizes[-1] < act_dim:
             raise ValueError(f"the last layer needs at least act_dim={act_dim} LUTs, got {sizes[-1]}")
+        # Like the official code, the last layer is widened to a multiple of act_dim with *trainable* LUTs
+        # (e.g. 256 -> 258 for Hopper's 3 actions: groups of 86), so every popcount group is full.
+        sizes[-1] = -(-sizes[-1] // int(act_dim)) * int(act_dim)
         scale_arr, bias_arr = check_action_affine(action_scale, action_bias, int(act_dim))
         self.obs_dim, self.act_dim, self.bits, self.lut_inputs = int(obs_dim), int(act_dim), bits, lut_inputs
         self.register_buffer("thresholds", torch.from_numpy(thermometer_thresholds(bits)))
@@ -102,8 +105,7 @@ class DWCPolicy(nn.Module):
             layers.append(LUTLayer(in_bits, n, lut_inputs, mapping, generator=generator))
             in_bits = n
         self.layers = nn.ModuleList(layers)
-        # Pad the last layer up to a multiple of act_dim with constant-0 LUTs (brief, pitfalls).
-        self.group_size = -(-sizes[-1] // act_dim)
+        self.group_size = sizes[-1] // int(act_dim)
         self.log_alpha = nn.Parameter(torch.full((act_dim,), -0.6931))
         self.beta = nn.Parameter(torch.zeros(act_dim))
         self.register_buffer("action_scale", torch.as_tensor(scale_arr, dtype=torch.float32))
@@ -206,7 +208,7 @@ class DWCPolicy(nn.Module):
         if require_trained and int(self.train_steps) == 0:
             raise PolicyError("policy is untrained (no optimiser step recorded); train it before exporting")
         n_last = self.lut_layers[-1].n_luts
-        if self.group_size != -(-n_last // self.act_dim) or self.group_size * self.act_dim < n_last:
+        if self.group_size * self.act_dim != n_last:
             raise PolicyError(f"inconsistent action groups: group_size={self.group_size} x act_dim={self.act_dim} "
                               f"does not cover {n_last} last-layer LUTs in equal groups")
         in_bits = self.obs_dim * self.bits

@@ -93,6 +93,8 @@ class SACConfig:
     mapping: Literal["learnable", "random"] = "learnable"
     eval_episodes: int = param(20, 1, 1000, help="paper: 1000 deterministic episodes")
     checkpoint_every: int = param(5_000, 1, 1_000_000)
+    eval_every: int = param(0, 0, 1_000_000, help="deterministic evaluation every this many steps (0: none)")
+    curve_episodes: int = param(10, 1, 100, help="episodes per periodic evaluation (issue: 10)")
     log_last_obs: int = param(2_000, 0, 1_000_000, help="on-policy observations kept for circuit verification")
 
     def __post_init__(self) -> None:
@@ -167,6 +169,11 @@ def evaluate(actor: Actor, env_id: str, n_episodes: int, rng: np.random.Generato
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng: expected a numpy.random.Generator, got {type(rng).__name__}")
     env = make_env(env_id)
+    import gymnasium as gym
+
+    if not isinstance(env.action_space, gym.spaces.Box):
+        env.close()
+        raise ValueError(f"env_id = {env_id!r}: needs a continuous (Box) action space, got {env.action_space}")
     out = []
     for _ in range(n_episodes):
         obs, _ = env.reset(seed=int(rng.integers(2**31 - 1)))
@@ -201,6 +208,12 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
         stop_at = positive_int(stop_at, "stop_at")
     t0 = time.perf_counter()
     env = make_env(cfg.env_id)
+    import gymnasium as gym
+
+    if not isinstance(env.action_space, gym.spaces.Box) or len(env.action_space.shape) != 1:
+        env.close()
+        raise ValueError(f"env_id = {cfg.env_id!r}: SAC here needs a continuous (Box, 1-D) action space, got "
+                         f"{env.action_space}")
     obs_dim, act_dim = int(env.observation_space.shape[0]), int(env.action_space.shape[0])
     high, low = env.action_space.high.astype(np.float64), env.action_space.low.astype(np.float64)
     scale, bias = (high - low) / 2.0, (high + low) / 2.0
@@ -221,6 +234,10 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
            "act": torch.zeros(cap, act_dim), "rew": torch.zeros(cap), "term": torch.zeros(cap)}
     returns: list[float] = []
     ends: list[int] = []
+    curve: list[tuple[int, float]] = []  # (step, mean deterministic return) of the periodic evaluations
+    # The periodic evaluations draw from their own stream (drawn only when they are on, so runs without them
+    # keep their old random streams) and do not perturb training.
+    eval_rng = np.random.default_rng(int(rng.integers(2**63 - 1))) if cfg.eval_every else None
     start = 0
     ckpt = Path(checkpoint_path) if checkpoint_path is not None else None
     if ckpt is not None and ckpt.exists():
@@ -235,6 +252,9 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
         for k in buf:
             buf[k].copy_(state["buffer"][k])
         returns, ends = list(state["returns"]), list(state["ends"])
+        curve = [(int(a), float(b)) for a, b in state.get("curve", [])]
+        if eval_rng is not None and "eval_rng_state" in state:
+            eval_rng.bit_generator.state = state["eval_rng_state"]
         start = int(state["step"])
         rng.bit_generator.state = state["rng_state"]
         g.set_state(state["torch_rng"])
@@ -246,7 +266,10 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
                  "q1t": q1t.state_dict(), "q2t": q2t.state_dict(), "opt_q": opt_q.state_dict(),
                  "opt_pi": opt_pi.state_dict(), "opt_ent": opt_ent.state_dict(), "log_ent": log_ent.detach(),
                  "buffer": buf, "returns": returns, "ends": ends, "rng_state": rng.bit_generator.state,
-                 "torch_rng": g.get_state(), "config": dataclasses.asdict(cfg)}
+                 "torch_rng": g.get_state(), "config": dataclasses.asdict(cfg),
+                 "curve": [[a, b] for a, b in curve]}
+        if eval_rng is not None:
+            state["eval_rng_state"] = eval_rng.bit_generator.state
         ckpt.parent.mkdir(parents=True, exist_ok=True)
         tmp = ckpt.with_suffix(ckpt.suffix + ".tmp")
         torch.save(state, tmp)
@@ -322,6 +345,8 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
                 for net, tgt in ((q1, q1t), (q2, q2t)):
                     for p, pt in zip(net.parameters(), tgt.parameters(), strict=True):
                         pt.mul_(1 - cfg.polyak).add_(cfg.polyak * p)
+        if eval_rng is not None and (step + 1) % cfg.eval_every == 0:
+            curve.append((step + 1, float(np.mean(evaluate(actor, cfg.env_id, cfg.curve_episodes, eval_rng)))))
         if (step + 1) % cfg.checkpoint_every == 0:
             save(step + 1)
     save(end)
@@ -330,4 +355,5 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
     last = [(end - 1 - j) % cap for j in range(n_log)]
     logged = buf["obs"][torch.tensor(last, dtype=torch.long)].numpy() if n_log else np.zeros((0, obs_dim))
     evals = evaluate(actor, cfg.env_id, cfg.eval_episodes, rng) if end == cfg.total_steps else []
-    return SACResult(actor, returns, ends, evals, logged, end, time.perf_counter() - t0, resumed_from=start)
+    return SACResult(actor, returns, ends, evals, logged, end, time.perf_counter() - t0, resumed_from=start,
+                     extra={"eval_curve": curve})

@@ -243,16 +243,26 @@ def simulate(path: str | Path, inputs: np.ndarray, timeout_s: float = 600.0) -> 
 def synth_stats(path: str | Path, timeout_s: float = 600.0) -> dict[str, int]:
     """LUT count and logic depth of the module from ``yosys synth -lut 6`` (generic 6-LUT mapping).
 
-    Returns ``{"luts": ..., "flipflops": ..., "depth": ...}``; depth is yosys' longest topological path in
-    LUT cells between registers/ports (``ltp -noff``).
+    Returns ``{"luts": ..., "flipflops": ..., "depth": ...}``. The counts are read from one ``stat -json``
+    report of the synthesised design (``synth`` prints its own stat block too: summing the text log counted
+    every cell twice). Depth is yosys' longest topological path in LUT cells between registers/ports
+    (``ltp -noff``).
     """
     require_tool("yosys", apt="yosys")
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s < float("inf"):
+        raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
     path = Path(path)
-    script = (f"read_verilog {path.resolve()}; synth -top {MODULE} -lut 6; stat; "
-              "select -clear; ltp -noff")
-    out = subprocess.run(["yosys", "-q", "-p", script, "-l", "/dev/stdout"], capture_output=True, text=True,
-                         timeout=timeout_s, check=True).stdout
-    luts = sum(int(n) for n in re.findall(r"^\s*\$lut\s+(\d+)", out, flags=re.M))
-    ffs = sum(int(n) for n in re.findall(r"^\s*\$_?DFF\w*\s+(\d+)", out, flags=re.M))
+    if not path.is_file():
+        raise ValueError(f"path: {str(path)!r} is not a Verilog file")
+    with tempfile.TemporaryDirectory() as tmp:
+        stat_json = Path(tmp) / "stat.json"
+        script = (f"read_verilog {path.resolve()}; synth -top {MODULE} -lut 6; "
+                  f"tee -q -o {stat_json} stat -json; select -clear; ltp -noff")
+        out = subprocess.run(["yosys", "-q", "-p", script, "-l", "/dev/stdout"], capture_output=True, text=True,
+                             timeout=timeout_s, check=True).stdout
+        report = json.loads(stat_json.read_text())
+    cells = report["design"]["num_cells_by_type"]
+    luts = int(sum(int(v) for k, v in cells.items() if k == "$lut"))
+    ffs = int(sum(int(v) for k, v in cells.items() if re.fullmatch(r"\$_?s?dff\w*", k, flags=re.I)))
     m = re.findall(r"Longest topological path in \S+ \(length=(\d+)\)", out)
     return {"luts": luts, "flipflops": ffs, "depth": int(m[-1]) if m else -1}
