@@ -82,7 +82,9 @@ def test_mask_back_projection_recovers_point_labels() -> None:
         gt = obj.labels.astype(bool) & seen
         inter += int((rec & gt).sum())
         union += int((rec | gt).sum())
-    assert inter / union >= 0.9  # criterion 1 (pooled IoU over the four objects)
+    # criterion 1 (pooled IoU) on the four blob-shaped defect types; thin ones (crack, hole rim, spots) lose
+    # a one-pixel boundary at 128 px and reach 0.80-0.85 only (cogeoad.renderer reports all eight types)
+    assert inter / union >= 0.9
 
 
 def test_permuting_colours_leaves_geometry_bit_identical(sphere: PointCloud) -> None:
