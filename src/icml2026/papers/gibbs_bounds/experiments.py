@@ -19,6 +19,7 @@ from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
+from icml2026.core.validate import finite_number
 
 from .bounds import bound_curve, calibrate_lambda, gibbs_kl, pac_bayes_kl_bound
 from .data import BinaryTask, digits_binary_task, mnist1d_binary_task, randomize_labels
@@ -220,6 +221,7 @@ class LangevinBoundsConfig:
     delta: float = param(0.01, 0.0, 1.0, lo_open=True, hi_open=True, help="confidence; paper: 0.01")
     lam_range: tuple[float, float] = param((0.1, 100.0), 1e-6, 1e6, help="calibration range; paper")
     lam_tol: float = param(0.01, 1e-6, 10.0, help="bisection tolerance; paper: 0.01")
+    kl_decrease_tol: float = param(1.0, 0.0, 1e4, help="nats: a KL decrease beyond it marks non-equilibrium")
     calibrate_on: str = param(
         "equilibrium",
         choices=("equilibrium", "all"),
@@ -270,21 +272,24 @@ FULL = LangevinBoundsConfig(
 FULL_DIGITS = dataclasses.replace(FULL, dataset="digits", n_train=1200, betas=_doubling(75.0, 10))
 
 
-def nonequilibrium_betas(betas: np.ndarray, mean_train_losses: np.ndarray) -> np.ndarray:
+def nonequilibrium_betas(betas: np.ndarray, mean_train_losses: np.ndarray, tol: float = 1.0) -> np.ndarray:
     """Flag the grid points where the KL estimate decreases: impossible at equilibrium.
 
     For exact Gibbs posteriors ``d KL(Q_beta || pi) / d beta = -beta d E_Q[L_S] / d beta >= 0``
     (``E_Q L_S`` is non-increasing in beta: its derivative is minus a variance). With the left-Riemann
     identity, ``Gamma_{k+1} - Gamma_k = beta_{k+1} (Lbar_k - Lbar_{k+1})``, so a decrease of the estimate
     is exactly an increase of the measured mean training loss: the chain at ``beta_{k+1}`` has not reached
-    its Gibbs posterior (or the estimate is noise-dominated). Any decrease is flagged.
+    its Gibbs posterior. Any decrease by more than ``tol`` nats is flagged: below it the estimate's noise
+    decides (near beta = 0 the KL is ~0 and the measured losses fluctuate), and a KL change of 1 nat moves
+    the bound's complexity term ``(KL + ln(2 sqrt(n)/delta))/n`` by only 1/n.
 
     Returns
     -------
-    (K+1,) bool array, True at ``k`` when ``Gamma_k < Gamma_{k-1}`` (never at k = 0).
+    (K+1,) bool array, True at ``k`` when ``Gamma_k < Gamma_{k-1} - tol`` (never at k = 0).
     """
+    tol = finite_number(tol, "tol", lo=0.0)
     gam = gibbs_kl(np.asarray(betas, dtype=float), np.asarray(mean_train_losses, dtype=float))
-    return np.concatenate([[False], np.diff(gam) < 0.0])
+    return np.concatenate([[False], np.diff(gam) < -tol])
 
 
 def _curves(rows: list[GridRow], cfg: LangevinBoundsConfig, n: int, lam: float) -> np.ndarray:
@@ -360,8 +365,8 @@ def langevin_bounds(cfg: LangevinBoundsConfig, rng: np.random.Generator) -> Outc
         )
 
     b = np.array([r.beta for r in rows_rand]) * cfg.l_max  # see _curves
-    noneq_rand = nonequilibrium_betas(b, np.array([r.train_loss for r in rows_rand]))
-    noneq_true = nonequilibrium_betas(b, np.array([r.train_loss for r in rows_true]))
+    noneq_rand = nonequilibrium_betas(b, np.array([r.train_loss for r in rows_rand]), cfg.kl_decrease_tol)
+    noneq_true = nonequilibrium_betas(b, np.array([r.train_loss for r in rows_true]), cfg.kl_decrease_tol)
     n_cal = b.size
     if cfg.calibrate_on == "equilibrium" and np.any(noneq_rand):
         n_cal = max(int(np.argmax(noneq_rand)), 2)  # betas before the first decrease (at least 0 and one)
