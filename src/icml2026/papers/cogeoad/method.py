@@ -365,6 +365,7 @@ class CoGeoAD:
         width = self.encoder.width
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
+            # Deviation: prompts, selector and MVA per stream (the paper does not say whether they are shared)
             self.heads_ = nn.ModuleList(
                 [
                     _Head(
@@ -377,7 +378,7 @@ class CoGeoAD:
             )
         for head, s in zip(self._heads(), self.streams, strict=True):
             with torch.no_grad():
-                if self.prompts == "fixed":
+                if self.prompts == "fixed":  # Deviation: training-free stand-in for hand-written prompts
                     normals = [p for p in preps if not p.cloud.is_anomalous] or preps
                     mean = torch.stack(
                         [F.normalize(self._stream_tensors(p, s)[0][-1], dim=-1).mean((0, 1)) for p in normals]

@@ -156,7 +156,8 @@ def render_views(
     for k, (tx, ty) in enumerate(views):
         rot = view_rotation(tx, ty)
         q = rel @ rot.T
-        col_f = (q[:, 0] + 1) * 0.5 * size  # pinhole replaced by orthographic (see the card)
+        # Deviation: orthographic projection instead of the official script's pinhole camera
+        col_f = (q[:, 0] + 1) * 0.5 * size
         row_f = (1 - q[:, 1]) * 0.5 * size
         depth = -q[:, 2]  # the camera sits on +z: smaller is nearer
         pixels[k] = np.stack([row_f, col_f], 1)
@@ -189,7 +190,8 @@ def render_views(
         flat_idx = np.full(size * size, -1, np.int64)
         flat_idx[win_pix] = win_id
         index[k] = flat_idx.reshape(size, size)
-        visibility[k] = depth <= zbuf[r0 * size + c0] + depth_tol * 2.0  # Step 1's M_k (x2: [-1, 1] range)
+        # Step 1's M_k. Deviation: a depth tolerance against surface splats instead of exact equality
+        visibility[k] = depth <= zbuf[r0 * size + c0] + depth_tol * 2.0  # (x2: coordinates span [-1, 1])
         shade = _GREY * (_AMBIENT + (1 - _AMBIENT) * np.clip(n_cam[win_id] @ _LIGHT, 0, None))
         g = geometry[k].reshape(-1)
         g[win_pix] = shade
