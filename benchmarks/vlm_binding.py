@@ -41,8 +41,10 @@ def main() -> None:
     tr = Trainer(model)
     rates = {}
     for mode in ("text", "noise", "image"):
-        batches = [make_batch(sample_batch(args.batch_size, (2, 5), vocab, rng), mode, rng)  # type: ignore[arg-type]
-                   for _ in range(steps + 1)]
+        batches = [
+            make_batch(sample_batch(args.batch_size, (2, 5), vocab, rng), mode, rng)  # type: ignore[arg-type]
+            for _ in range(steps + 1)
+        ]
         tr.step(batches[0])  # warm-up
         t0 = time.perf_counter()
         for b in batches[1:]:

@@ -38,16 +38,28 @@ def test_every_sample_has_one_correct_item_and_distinct_entities() -> None:
 def test_association_order_is_a_random_permutation() -> None:
     # slot order of the associations would make "slot k -> association k" a correct shortcut (brief pitfall)
     rng = np.random.default_rng(1)
-    same = [[x for x, _ in s.associations] == [x for _, x in s.objects]
-            for s in (sample_task(6, rng) for _ in range(300))]
+    same = [
+        [x for x, _ in s.associations] == [x for _, x in s.objects] for s in (sample_task(6, rng) for _ in range(300))
+    ]
     assert np.mean(same) < 0.01  # 1/720 expected
 
 
 def test_text_prompt_matches_the_brief_example_layout() -> None:
     v = Vocab()
     s = RetrievalSample([(5, 1), (9, 2)], [(2, 3), (1, 7)], 5, 7, 0, v)
-    assert text_prompt(s) == ["colour_5", "shape_1", "colour_9", "shape_2", "[CTX_END]", "shape_2", "item_3",
-                              "shape_1", "item_7", "[QUE]", "colour_5"]
+    assert text_prompt(s) == [
+        "colour_5",
+        "shape_1",
+        "colour_9",
+        "shape_2",
+        "[CTX_END]",
+        "shape_2",
+        "item_3",
+        "shape_1",
+        "item_7",
+        "[QUE]",
+        "colour_5",
+    ]
     assert s.answer == s.item_of_shape(s.shape_of_colour(5)) == 7
 
 
@@ -57,7 +69,7 @@ def test_text_batch_ids_equal_the_encoded_prompt() -> None:
     b = text_batch(samples)
     for k, s in enumerate(samples):
         ids = encode_prompt(text_prompt(s), s.vocab)
-        np.testing.assert_array_equal(b.ids[k, -len(ids):], ids)
+        np.testing.assert_array_equal(b.ids[k, -len(ids) :], ids)
         assert b.key_mask[k].sum() == len(ids) and b.position_ids[k, -1] == len(ids) - 1
         assert b.is_context[k].sum() == 2 * s.n_objects
 
@@ -117,16 +129,21 @@ def test_counterfactual_keeps_objects_rotates_and_separates_outcomes() -> None:
         assert [sh for sh, _ in xp.associations] == [sh for sh, _ in x.associations]
 
 
-@pytest.mark.parametrize(("call", "match"), [
-    (lambda: sample_task(0, np.random.default_rng(0)), "n_objects"),
-    (lambda: sample_task(33, np.random.default_rng(0), Vocab(n_items=40)), "n_objects"),
-    (lambda: sample_task(3, 0), "rng"),  # type: ignore[arg-type]
-    (lambda: Vocab(n_colours=100), "n_colours"),
-    (lambda: counterfactual_sample(sample_task(2, np.random.default_rng(0)), np.random.default_rng(0)),
-     "n_objects >= 3"),
-    (lambda: text_batch([]), "samples"),
-    (lambda: Vocab().token_id("item_99"), "item_99"),
-])
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: sample_task(0, np.random.default_rng(0)), "n_objects"),
+        (lambda: sample_task(33, np.random.default_rng(0), Vocab(n_items=40)), "n_objects"),
+        (lambda: sample_task(3, 0), "rng"),  # type: ignore[arg-type]
+        (lambda: Vocab(n_colours=100), "n_colours"),
+        (
+            lambda: counterfactual_sample(sample_task(2, np.random.default_rng(0)), np.random.default_rng(0)),
+            "n_objects >= 3",
+        ),
+        (lambda: text_batch([]), "samples"),
+        (lambda: Vocab().token_id("item_99"), "item_99"),
+    ],
+)
 def test_bad_inputs_are_refused_with_a_named_argument(call, match) -> None:  # noqa: ANN001
     with pytest.raises((ValueError, TypeError), match=match):
         call()

@@ -126,8 +126,11 @@ def test_classify_patched_names_each_outcome() -> None:
 
 def test_sym_pos_ratio_picks_the_dominant_layer_and_skips_a_final_copy_layer() -> None:
     zero = dict.fromkeys(("symbolic", "positional", "x'-answer", "original", "other"), 0.0)
-    fr = [{**zero, "original": 1.0}, {**zero, "symbolic": 0.2, "positional": 0.6, "original": 0.2},
-          {**zero, "x'-answer": 1.0}]
+    fr = [
+        {**zero, "original": 1.0},
+        {**zero, "symbolic": 0.2, "positional": 0.6, "original": 0.2},
+        {**zero, "x'-answer": 1.0},
+    ]
     ratio, layer = sym_pos_ratio(InterchangeResult(fr, 100))
     assert layer == 1 and ratio == pytest.approx(21 / 61)
 
@@ -137,8 +140,14 @@ def test_knockout_at_the_only_layer_cuts_the_context() -> None:
     rng = np.random.default_rng(8)
     m = _model(n_layer=1)
     x = sample_task(4, rng, V)
-    y = type(x)([(c, s) for c, s in reversed(x.objects)], x.associations, x.query_colour, x.answer,
-                x.n_objects - 1 - x.query_slot, V)
+    y = type(x)(
+        [(c, s) for c, s in reversed(x.objects)],
+        x.associations,
+        x.query_colour,
+        x.answer,
+        x.n_objects - 1 - x.query_slot,
+        V,
+    )
     from icml2026.papers.vlm_binding.mechanism import _knockout
 
     outs = []
@@ -164,14 +173,23 @@ def test_probe_and_interchange_outputs_are_well_formed() -> None:
     assert all(abs(sum(f.values()) - 1.0) < 1e-9 for f in res.fractions)
 
 
-@pytest.mark.parametrize(("call", "match"), [
-    (lambda: attention_knockout(_model(), [sample_task(3, np.random.default_rng(0), V)], 5,
-                                np.random.default_rng(0)), "layer"),
-    (lambda: probe_layers(_model(), [sample_task(3, np.random.default_rng(0), V)] * 5, np.random.default_rng(0)),
-     "samples"),
-    (lambda: BindingLM(V, None, torch.Generator(), d_model=30, n_head=4), "d_model"),
-    (lambda: interchange_fractions(_model(), 5, (2, 4), np.random.default_rng(0)), "n_range"),
-])
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (
+            lambda: attention_knockout(
+                _model(), [sample_task(3, np.random.default_rng(0), V)], 5, np.random.default_rng(0)
+            ),
+            "layer",
+        ),
+        (
+            lambda: probe_layers(_model(), [sample_task(3, np.random.default_rng(0), V)] * 5, np.random.default_rng(0)),
+            "samples",
+        ),
+        (lambda: BindingLM(V, None, torch.Generator(), d_model=30, n_head=4), "d_model"),
+        (lambda: interchange_fractions(_model(), 5, (2, 4), np.random.default_rng(0)), "n_range"),
+    ],
+)
 def test_bad_inputs_name_the_argument(call, match) -> None:  # noqa: ANN001
     with pytest.raises(ValueError, match=match):
         call()

@@ -123,8 +123,12 @@ class Vocab:
         if name in specials:
             return specials[name]
         kind, _, idx = name.partition("_")
-        bases = {"colour": (self.colour0, self.n_colours), "shape": (self.shape0, self.n_shapes),
-                 "item": (self.item0, self.n_items), "noise": (self.noise0, self.n_noise)}
+        bases = {
+            "colour": (self.colour0, self.n_colours),
+            "shape": (self.shape0, self.n_shapes),
+            "item": (self.item0, self.n_items),
+            "noise": (self.noise0, self.n_noise),
+        }
         if kind not in bases or not idx.isdigit() or int(idx) >= bases[kind][1]:
             raise ValueError(f"token {name!r} is not in the vocabulary")
         return bases[kind][0] + int(idx)
@@ -195,8 +199,9 @@ def counterfactual_sample(base: RetrievalSample, rng: np.random.Generator) -> tu
     # Deviation: x' items are drawn outside x's items (the brief only says "re-drawn"), so outcomes are disjoint
     used = {i for _, i in base.associations}
     free = np.array([i for i in range(vocab.n_items) if i not in used])
-    options = [(q, r) for q in range(n) if q != base.query_slot for r in range(1, n)
-               if (q - r) % n != base.query_slot]  # slot of c' in x' is (q - r) mod n != q, != slot of c
+    options = [
+        (q, r) for q in range(n) if q != base.query_slot for r in range(1, n) if (q - r) % n != base.query_slot
+    ]  # slot of c' in x' is (q - r) mod n != q, != slot of c
     q, r = options[int(rng.integers(len(options)))]
     objects = base.objects[r:] + base.objects[:r]  # rotation by r: slot j of x moves to slot (j - r) mod n
     new_items = rng.choice(free, n, replace=False)
@@ -289,15 +294,20 @@ def place_objects(n_objects: int, rng: np.random.Generator, jitter: bool = True)
     return cells.astype(np.int64), offsets.astype(np.int64)
 
 
-def draw_scene(objects: list[tuple[int, int]], cells: np.ndarray, offsets: np.ndarray,
-               colours: np.ndarray, shape_glyphs: np.ndarray) -> np.ndarray:
+def draw_scene(
+    objects: list[tuple[int, int]],
+    cells: np.ndarray,
+    offsets: np.ndarray,
+    colours: np.ndarray,
+    shape_glyphs: np.ndarray,
+) -> np.ndarray:
     """Paint each (colour, shape) at its cell (glyph at offset (1,1) + jitter) on black: ``(64, 64, 3)`` uint8."""
     img = np.zeros((IMAGE_SIZE, IMAGE_SIZE, 3), dtype=np.uint8)
     pad = (CELL - GLYPH) // 2
     for (c, s), cell, (dy, dx) in zip(objects, cells, offsets, strict=True):
         y0 = (int(cell) // GRID) * CELL + pad + int(dy)
         x0 = (int(cell) % GRID) * CELL + pad + int(dx)
-        patch = img[y0:y0 + GLYPH, x0:x0 + GLYPH]
+        patch = img[y0 : y0 + GLYPH, x0 : x0 + GLYPH]
         patch[shape_glyphs[s]] = colours[c]
     return img
 
@@ -338,8 +348,13 @@ class Batch:
         return int(self.ids.shape[0])
 
 
-def _stack(rows: list[list[int]], masks: list[list[bool]], vocab: Vocab,
-           samples: list[RetrievalSample], contexts: list[list[bool]]) -> Batch:
+def _stack(
+    rows: list[list[int]],
+    masks: list[list[bool]],
+    vocab: Vocab,
+    samples: list[RetrievalSample],
+    contexts: list[list[bool]],
+) -> Batch:
     """Left-pad to a common length; positions count only the real (non-pad) tokens, from 0."""
     t = max(len(r) for r in rows)
     b = len(rows)
@@ -348,15 +363,20 @@ def _stack(rows: list[list[int]], masks: list[list[bool]], vocab: Vocab,
     pos = np.zeros((b, t), dtype=np.int64)
     ctx = np.zeros((b, t), dtype=bool)
     for k, (r, m, c) in enumerate(zip(rows, masks, contexts, strict=True)):
-        ids[k, t - len(r):] = r
-        key[k, t - len(r):] = m
-        ctx[k, t - len(r):] = c
-        pos[k, t - len(r):] = np.arange(len(r))
-    return Batch(ids, key, pos,
-                 answer=np.array([s.answer for s in samples]),
-                 query_slot=np.array([s.query_slot for s in samples]),
-                 query_shape=np.array([s.shape_of_colour(s.query_colour) for s in samples]),
-                 n_objects=np.array([s.n_objects for s in samples]), is_context=ctx)
+        ids[k, t - len(r) :] = r
+        key[k, t - len(r) :] = m
+        ctx[k, t - len(r) :] = c
+        pos[k, t - len(r) :] = np.arange(len(r))
+    return Batch(
+        ids,
+        key,
+        pos,
+        answer=np.array([s.answer for s in samples]),
+        query_slot=np.array([s.query_slot for s in samples]),
+        query_shape=np.array([s.shape_of_colour(s.query_colour) for s in samples]),
+        n_objects=np.array([s.n_objects for s in samples]),
+        is_context=ctx,
+    )
 
 
 def text_batch(samples: list[RetrievalSample]) -> Batch:
@@ -369,8 +389,9 @@ def text_batch(samples: list[RetrievalSample]) -> Batch:
     return _stack(rows, [[True] * len(r) for r in rows], vocab, samples, ctx)
 
 
-def noise_text_batch(samples: list[RetrievalSample], rng: np.random.Generator,
-                     context_len: int = N_IMAGE_TOKENS) -> Batch:
+def noise_text_batch(
+    samples: list[RetrievalSample], rng: np.random.Generator, context_len: int = N_IMAGE_TOKENS
+) -> Batch:
     """Text prompts whose 2N context tokens are spread over ``context_len`` positions by noise tokens.
 
     The real context tokens keep their order; the ``context_len - 2N`` noise tokens (random noise ids) sit at
@@ -410,8 +431,9 @@ def cell_codes(sample: RetrievalSample, cells: np.ndarray, offsets: np.ndarray) 
     return codes
 
 
-def image_batch(samples: list[RetrievalSample], rng: np.random.Generator, jitter: bool = True,
-                render: bool = True) -> Batch:
+def image_batch(
+    samples: list[RetrievalSample], rng: np.random.Generator, jitter: bool = True, render: bool = True
+) -> Batch:
     """Image prompts: 64 image-token slots (the scene), then ``[CTX_END] associations [QUE] c_q``.
 
     ``images`` holds the rendered scenes (as :func:`render_scene` draws them, same rng draws) and

@@ -60,13 +60,15 @@ def _replace_output(out: Any, new: torch.Tensor) -> Any:
 
 
 @torch.no_grad()
-def final_residuals(model: BindingLM, samples: list[RetrievalSample], mode: Mode,
-                    rng: np.random.Generator) -> np.ndarray:
+def final_residuals(
+    model: BindingLM, samples: list[RetrievalSample], mode: Mode, rng: np.random.Generator
+) -> np.ndarray:
     """Residual stream at the final position after each block: ``(n_layer, len(samples), d_model)``."""
     model.eval()
     caught: list[torch.Tensor] = []
-    hooks = [b.register_forward_hook(lambda _m, _i, o: caught.append(_block_output(o)[:, -1].clone()))
-             for b in model.blocks]
+    hooks = [
+        b.register_forward_hook(lambda _m, _i, o: caught.append(_block_output(o)[:, -1].clone())) for b in model.blocks
+    ]
     try:
         model(make_batch(samples, mode, rng))
     finally:
@@ -80,16 +82,21 @@ def classify_patched(pred: int, base: RetrievalSample, counterfactual: Retrieval
     c_prime = counterfactual.query_colour
     symbolic = base.item_of_shape(base.shape_of_colour(c_prime))
     positional = base.item_of_shape(base.objects[counterfactual.query_slot][1])
-    for name, item in (("symbolic", symbolic), ("positional", positional),
-                       ("x'-answer", counterfactual.answer), ("original", base.answer)):
+    for name, item in (
+        ("symbolic", symbolic),
+        ("positional", positional),
+        ("x'-answer", counterfactual.answer),
+        ("original", base.answer),
+    ):
         if pred == item:
             return name
     return "other"
 
 
 @torch.no_grad()
-def _patched_predictions(model: BindingLM, bases: list[RetrievalSample], cfs: list[RetrievalSample],
-                         layer: int, rng: np.random.Generator) -> np.ndarray:
+def _patched_predictions(
+    model: BindingLM, bases: list[RetrievalSample], cfs: list[RetrievalSample], layer: int, rng: np.random.Generator
+) -> np.ndarray:
     """Item argmax on x with the final-position residual after ``layer`` taken from the run on x'."""
     model.eval()
     store: dict[str, torch.Tensor] = {}
@@ -116,8 +123,13 @@ def _patched_predictions(model: BindingLM, bases: list[RetrievalSample], cfs: li
     return pred
 
 
-def interchange_intervention(model: BindingLM, base: RetrievalSample, counterfactual: RetrievalSample,
-                             layer: int, rng: np.random.Generator | None = None) -> str:
+def interchange_intervention(
+    model: BindingLM,
+    base: RetrievalSample,
+    counterfactual: RetrievalSample,
+    layer: int,
+    rng: np.random.Generator | None = None,
+) -> str:
     """Patch x' into x at the query position after ``layer``; return the outcome class (one of OUTCOMES).
 
     ``counterfactual`` must be built by :func:`~.data.counterfactual_sample` from ``base`` (same objects,
@@ -138,8 +150,9 @@ class InterchangeResult:
     n_pairs: int
 
 
-def interchange_fractions(model: BindingLM, n_pairs: int, n_range: tuple[int, int], rng: np.random.Generator,
-                          batch_size: int = 128) -> InterchangeResult:
+def interchange_fractions(
+    model: BindingLM, n_pairs: int, n_range: tuple[int, int], rng: np.random.Generator, batch_size: int = 128
+) -> InterchangeResult:
     """Interchange interventions on ``n_pairs`` fresh (x, x') pairs (N uniform in ``n_range``, N >= 3)."""
     n_pairs = positive_int(n_pairs, "n_pairs", maximum=10**6)
     lo, hi = n_range
@@ -153,7 +166,7 @@ def interchange_fractions(model: BindingLM, n_pairs: int, n_range: tuple[int, in
     for layer in range(model.n_layer):
         counts = dict.fromkeys(OUTCOMES, 0)
         for k in range(0, n_pairs, batch_size):
-            chunk = pairs[k:k + batch_size]
+            chunk = pairs[k : k + batch_size]
             by_n: dict[int, list[int]] = {}
             for j, (x, _) in enumerate(chunk):
                 by_n.setdefault(x.n_objects, []).append(j)
@@ -207,8 +220,9 @@ def _knockout(model: BindingLM, layer: int, is_context: np.ndarray) -> Iterator[
 
 
 @torch.no_grad()
-def attention_knockout(model: BindingLM, samples: list[RetrievalSample], layer: int, rng: np.random.Generator,
-                       mode: Mode = "text") -> float:
+def attention_knockout(
+    model: BindingLM, samples: list[RetrievalSample], layer: int, rng: np.random.Generator, mode: Mode = "text"
+) -> float:
     """Accuracy on ``samples`` when the query position cannot attend to the context at ``layer``."""
     layer = _check_layer(model, layer)
     if not samples:
@@ -220,8 +234,9 @@ def attention_knockout(model: BindingLM, samples: list[RetrievalSample], layer: 
     return float((pred == batch.answer).mean())
 
 
-def knockout_profile(model: BindingLM, samples: list[RetrievalSample], rng: np.random.Generator,
-                     mode: Mode = "text") -> list[float]:
+def knockout_profile(
+    model: BindingLM, samples: list[RetrievalSample], rng: np.random.Generator, mode: Mode = "text"
+) -> list[float]:
     """Accuracy with the knockout at each layer (the drop from clean accuracy locates retrieval)."""
     return [attention_knockout(model, samples, k, rng, mode) for k in range(model.n_layer)]
 
@@ -239,8 +254,13 @@ class ProbeResult:
     shape_chance: float
 
 
-def probe_layers(model: BindingLM, samples: list[RetrievalSample], rng: np.random.Generator,
-                 mode: Mode = "text", test_fraction: float = 0.3) -> ProbeResult:
+def probe_layers(
+    model: BindingLM,
+    samples: list[RetrievalSample],
+    rng: np.random.Generator,
+    mode: Mode = "text",
+    test_fraction: float = 0.3,
+) -> ProbeResult:
     """Logistic-regression probes (scikit-learn) on the final-position residual after every layer."""
     require_module("sklearn", "vlm_binding")
     from sklearn.linear_model import LogisticRegression

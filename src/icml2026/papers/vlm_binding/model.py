@@ -54,9 +54,11 @@ class CellEncoder(nn.Module):
         self.feature_dim = positive_int(feature_dim, "feature_dim", maximum=4096)
         width = positive_int(width, "width", maximum=1024)
         self.net = nn.Sequential(
-            nn.Conv2d(3, width, 3, stride=1, padding=1), nn.ReLU(),           # 8x8
-            nn.Conv2d(width, 2 * width, 3, stride=2, padding=1), nn.ReLU(),   # 4x4
-            nn.Conv2d(2 * width, feature_dim, 4, stride=1, padding=0),        # 1x1: one feature per cell
+            nn.Conv2d(3, width, 3, stride=1, padding=1),
+            nn.ReLU(),  # 8x8
+            nn.Conv2d(width, 2 * width, 3, stride=2, padding=1),
+            nn.ReLU(),  # 4x4
+            nn.Conv2d(2 * width, feature_dim, 4, stride=1, padding=0),  # 1x1: one feature per cell
         )
 
     def encode_cells(self, cells: torch.Tensor) -> torch.Tensor:
@@ -85,11 +87,10 @@ class CellEncoder(nn.Module):
             for s in range(vocab.n_shapes):
                 for dy in (-1, 0, 1):
                     for dx in (-1, 0, 1):
-                        cells[k, pad + dy:pad + dy + GLYPH, pad + dx:pad + dx + GLYPH][shp[s]] = cols[c]
+                        cells[k, pad + dy : pad + dy + GLYPH, pad + dx : pad + dx + GLYPH][shp[s]] = cols[c]
                         k += 1
         self.eval()
-        return torch.cat([self.encode_cells(torch.from_numpy(cells[i:i + 1024]))
-                          for i in range(0, len(cells), 1024)])
+        return torch.cat([self.encode_cells(torch.from_numpy(cells[i : i + 1024])) for i in range(0, len(cells), 1024)])
 
     def freeze(self) -> CellEncoder:
         for p in self.parameters():
@@ -120,13 +121,20 @@ def _random_cells(n: int, vocab: Vocab, rng: np.random.Generator) -> tuple[np.nd
         if empty[k]:
             continue
         y, x = pad + off[k, 0], pad + off[k, 1]
-        out[k, y:y + GLYPH, x:x + GLYPH][shp[s[k]]] = cols[c[k]]
+        out[k, y : y + GLYPH, x : x + GLYPH][shp[s[k]]] = cols[c[k]]
     return out, np.where(empty, vocab.n_colours, c), np.where(empty, vocab.n_shapes, s)
 
 
-def pretrain_encoder(encoder: CellEncoder, vocab: Vocab, steps: int, rng: np.random.Generator,
-                     batch_size: int = 256, lr: float = 3e-3, n_eval: int = 2000,
-                     init: bool = True) -> EncoderReport:
+def pretrain_encoder(
+    encoder: CellEncoder,
+    vocab: Vocab,
+    steps: int,
+    rng: np.random.Generator,
+    batch_size: int = 256,
+    lr: float = 3e-3,
+    n_eval: int = 2000,
+    init: bool = True,
+) -> EncoderReport:
     """Train ``encoder`` + linear colour/shape heads on single-object cells (cross-entropy), return accuracy.
 
     Deviation: the paper uses pretrained ResNet/ViT/DINO encoders; we pre-train this tiny CNN here on the
@@ -138,20 +146,26 @@ def pretrain_encoder(encoder: CellEncoder, vocab: Vocab, steps: int, rng: np.ran
     gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
     if init:
         _init_conv(encoder, gen)
-    heads = nn.ModuleDict({"colour": nn.Linear(encoder.feature_dim, vocab.n_colours + 1),
-                           "shape": nn.Linear(encoder.feature_dim, vocab.n_shapes + 1)})
+    heads = nn.ModuleDict(
+        {
+            "colour": nn.Linear(encoder.feature_dim, vocab.n_colours + 1),
+            "shape": nn.Linear(encoder.feature_dim, vocab.n_shapes + 1),
+        }
+    )
     init_parameters(heads, gen, std=0.05)
     params = list(encoder.parameters()) + list(heads.parameters())
     opt = torch.optim.Adam(params, lr=lr)
     # cosine decay to 0: a constant step size leaves the last iterate oscillating by ~1% in accuracy
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda k: 0.5 * (1.0 + float(np.cos(np.pi * min(k, steps) / max(steps, 1)))))
+        opt, lambda k: 0.5 * (1.0 + float(np.cos(np.pi * min(k, steps) / max(steps, 1))))
+    )
     encoder.train()
     for _ in range(steps):
         cells, yc, ys = _random_cells(batch_size, vocab, rng)
         f = encoder.encode_cells(torch.from_numpy(cells))
-        loss = nn.functional.cross_entropy(heads["colour"](f), torch.from_numpy(yc)) + \
-            nn.functional.cross_entropy(heads["shape"](f), torch.from_numpy(ys))
+        loss = nn.functional.cross_entropy(heads["colour"](f), torch.from_numpy(yc)) + nn.functional.cross_entropy(
+            heads["shape"](f), torch.from_numpy(ys)
+        )
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -162,8 +176,12 @@ def pretrain_encoder(encoder: CellEncoder, vocab: Vocab, steps: int, rng: np.ran
         f = encoder.encode_cells(torch.from_numpy(cells))
         pc, ps = heads["colour"](f).argmax(1).numpy(), heads["shape"](f).argmax(1).numpy()
     occ = yc < vocab.n_colours
-    return EncoderReport(float((pc[occ] == yc[occ]).mean()), float((ps[occ] == ys[occ]).mean()),
-                         float(((pc == yc) & (ps == ys))[~occ].mean()) if (~occ).any() else 1.0, steps)
+    return EncoderReport(
+        float((pc[occ] == yc[occ]).mean()),
+        float((ps[occ] == ys[occ]).mean()),
+        float(((pc == yc) & (ps == ys))[~occ].mean()) if (~occ).any() else 1.0,
+        steps,
+    )
 
 
 def _init_conv(encoder: CellEncoder, gen: torch.Generator) -> None:
@@ -178,8 +196,9 @@ def _init_conv(encoder: CellEncoder, gen: torch.Generator) -> None:
                 m.bias.zero_()
 
 
-def scene_from_layout(objects: list[tuple[int, int]], cells: np.ndarray, offsets: np.ndarray,
-                      vocab: Vocab) -> np.ndarray:
+def scene_from_layout(
+    objects: list[tuple[int, int]], cells: np.ndarray, offsets: np.ndarray, vocab: Vocab
+) -> np.ndarray:
     """Convenience for tests: draw a scene with the task's palette and glyphs."""
     return draw_scene(objects, cells, offsets, palette(vocab.n_colours), glyphs(vocab.n_shapes))
 
@@ -195,8 +214,16 @@ class BindingLM(nn.Module):
     n_layer, d_model, n_head, max_len : brief: 4 (6) layers, d=128, 4 heads, max_len 128; paper: 12 layers.
     """
 
-    def __init__(self, vocab: Vocab, encoder: CellEncoder | None, gen: torch.Generator, n_layer: int = 4,
-                 d_model: int = 128, n_head: int = 4, max_len: int = 128) -> None:
+    def __init__(
+        self,
+        vocab: Vocab,
+        encoder: CellEncoder | None,
+        gen: torch.Generator,
+        n_layer: int = 4,
+        d_model: int = 128,
+        n_head: int = 4,
+        max_len: int = 128,
+    ) -> None:
         super().__init__()
         from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -207,9 +234,19 @@ class BindingLM(nn.Module):
             raise ValueError(f"d_model = {d_model}: must be divisible by n_head = {n_head}")
         self.vocab = vocab
         self.max_len = positive_int(max_len, "max_len", minimum=N_IMAGE_TOKENS + 8, maximum=4096)
-        cfg = GPT2Config(vocab_size=vocab.size, n_positions=self.max_len, n_embd=d_model, n_layer=n_layer,
-                         n_head=n_head, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-                         bos_token_id=None, eos_token_id=None, pad_token_id=vocab.pad)
+        cfg = GPT2Config(
+            vocab_size=vocab.size,
+            n_positions=self.max_len,
+            n_embd=d_model,
+            n_layer=n_layer,
+            n_head=n_head,
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
+            bos_token_id=None,
+            eos_token_id=None,
+            pad_token_id=vocab.pad,
+        )
         cfg._attn_implementation = "eager"  # masks and attention weights are needed (knockout, noise control)
         self.lm = GPT2LMHeadModel(cfg)
         init_parameters(self.lm, gen)
@@ -255,23 +292,27 @@ class BindingLM(nn.Module):
             h = h.index_put((rows.expand_as(cols), cols), proj)
         return h
 
-    def forward(self, batch: Batch, output_hidden_states: bool = False,
-                output_attentions: bool = False) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
+    def forward(
+        self, batch: Batch, output_hidden_states: bool = False, output_attentions: bool = False
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
         """Logits at the final (query) position ``(B, V)`` and optionally all hidden states."""
         if batch.ids.shape[1] > self.max_len or int(batch.position_ids.max()) >= self.max_len:
             raise ValueError(f"prompt of {batch.ids.shape[1]} tokens exceeds max_len = {self.max_len}")
-        out = self.lm(inputs_embeds=self.embed(batch),
-                      attention_mask=torch.from_numpy(batch.key_mask.astype(np.int64)),
-                      position_ids=torch.from_numpy(batch.position_ids),
-                      output_hidden_states=output_hidden_states, output_attentions=output_attentions,
-                      logits_to_keep=1)
+        out = self.lm(
+            inputs_embeds=self.embed(batch),
+            attention_mask=torch.from_numpy(batch.key_mask.astype(np.int64)),
+            position_ids=torch.from_numpy(batch.position_ids),
+            output_hidden_states=output_hidden_states,
+            output_attentions=output_attentions,
+            logits_to_keep=1,
+        )
         return out.logits[:, -1], out.hidden_states
 
     def item_logits(self, batch: Batch) -> torch.Tensor:
         """Logits restricted to the item tokens, ``(B, n_items)`` (the metric's argmax is over items)."""
         logits, _ = self.forward(batch)
         v = self.vocab
-        return logits[:, v.item0:v.item0 + v.n_items]
+        return logits[:, v.item0 : v.item0 + v.n_items]
 
     def set_encoder(self, encoder: CellEncoder) -> None:
         """Swap the frozen encoder (same feature size); the projector and LM weights are kept."""

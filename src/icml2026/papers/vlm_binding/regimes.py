@@ -62,10 +62,19 @@ def schedules(s: Schedule) -> dict[str, list[Stage]]:
     }
 
 
-def train_regimes(regimes: tuple[str, ...], schedule: Schedule, vocab: Vocab, encoder: CellEncoder,
-                  random_encoder: CellEncoder | None, model_kwargs: dict[str, int], n_range: tuple[int, int],
-                  batch_size: int, lr: float, rng: np.random.Generator,
-                  on_step: Callable[[], None] | None = None) -> dict[str, BindingLM]:
+def train_regimes(
+    regimes: tuple[str, ...],
+    schedule: Schedule,
+    vocab: Vocab,
+    encoder: CellEncoder,
+    random_encoder: CellEncoder | None,
+    model_kwargs: dict[str, int],
+    n_range: tuple[int, int],
+    batch_size: int,
+    lr: float,
+    rng: np.random.Generator,
+    on_step: Callable[[], None] | None = None,
+) -> dict[str, BindingLM]:
     """Train the requested regimes for one seed; returns the final model of each.
 
     ``rng`` drives the initial weights (one init shared by every regime, as "same seeds" in the brief) and
@@ -78,9 +87,13 @@ def train_regimes(regimes: tuple[str, ...], schedule: Schedule, vocab: Vocab, en
         raise ValueError("random_encoder is needed for the image-text-random-encoder regime")
     init_seed = int(rng.integers(2**62))
     plan = schedules(schedule)
-    children = dict(zip(("stage1", "stage1-noise", *REGIMES),
-                        [np.random.default_rng(s) for s in rng.bit_generator.seed_seq.spawn(2 + len(REGIMES))],  # type: ignore[attr-defined]
-                        strict=True))
+    children = dict(
+        zip(
+            ("stage1", "stage1-noise", *REGIMES),
+            [np.random.default_rng(s) for s in rng.bit_generator.seed_seq.spawn(2 + len(REGIMES))],  # type: ignore[attr-defined]
+            strict=True,
+        )
+    )
     tick = (lambda _k: on_step()) if on_step is not None else None
 
     def fresh(enc: CellEncoder) -> Trainer:

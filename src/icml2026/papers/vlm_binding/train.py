@@ -37,8 +37,9 @@ def make_batch(samples: list[RetrievalSample], mode: Mode, rng: np.random.Genera
     raise ValueError(f"mode = {mode!r}: must be 'text', 'noise' or 'image'")
 
 
-def sample_batch(batch_size: int, n_range: tuple[int, int], vocab: Vocab, rng: np.random.Generator,
-                 n_fixed: int | None = None) -> list[RetrievalSample]:
+def sample_batch(
+    batch_size: int, n_range: tuple[int, int], vocab: Vocab, rng: np.random.Generator, n_fixed: int | None = None
+) -> list[RetrievalSample]:
     """``batch_size`` samples, N uniform in ``n_range`` (inclusive) unless ``n_fixed`` is given."""
     lo, hi = n_range
     ns = np.full(batch_size, n_fixed) if n_fixed is not None else rng.integers(lo, hi + 1, size=batch_size)
@@ -84,8 +85,15 @@ class Trainer:
         self.losses.append(val)
         return val
 
-    def run_stage(self, steps: int, mix: dict[Mode, float], n_range: tuple[int, int], batch_size: int,
-                  rng: np.random.Generator, progress: Callable[[int], None] | None = None) -> None:
+    def run_stage(
+        self,
+        steps: int,
+        mix: dict[Mode, float],
+        n_range: tuple[int, int],
+        batch_size: int,
+        rng: np.random.Generator,
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
         """``steps`` steps; each draws its prompt format from ``mix`` (weights summing to 1)."""
         steps = positive_int(steps, "steps", minimum=0, maximum=10**7)
         modes = list(mix)
@@ -101,18 +109,20 @@ class Trainer:
 
 
 @torch.no_grad()
-def accuracy(model: BindingLM, samples: list[RetrievalSample], mode: Mode, rng: np.random.Generator,
-             batch_size: int = 256) -> np.ndarray:
+def accuracy(
+    model: BindingLM, samples: list[RetrievalSample], mode: Mode, rng: np.random.Generator, batch_size: int = 256
+) -> np.ndarray:
     """Per-sample correctness (argmax over item tokens equals i*), ``(len(samples),)`` bool."""
     model.eval()
     out = []
     for k in range(0, len(samples), batch_size):
-        b = make_batch(samples[k:k + batch_size], mode, rng)
+        b = make_batch(samples[k : k + batch_size], mode, rng)
         out.append(model.item_logits(b).argmax(1).numpy() == b.answer)
     return np.concatenate(out) if out else np.zeros(0, bool)
 
 
-def accuracy_per_n(model: BindingLM, ns: list[int], n_eval: int, mode: Mode,
-                   rng: np.random.Generator) -> dict[int, float]:
+def accuracy_per_n(
+    model: BindingLM, ns: list[int], n_eval: int, mode: Mode, rng: np.random.Generator
+) -> dict[int, float]:
     """Accuracy for each N in ``ns`` on ``n_eval`` fresh samples each."""
     return {n: float(accuracy(model, sample_batch(n_eval, (n, n), model.vocab, rng), mode, rng).mean()) for n in ns}
