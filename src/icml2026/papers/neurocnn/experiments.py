@@ -10,6 +10,7 @@ from scipy.interpolate import CubicSpline
 
 from icml2026.core import Check, Outcome, experiment, spawn, torch_generator
 from icml2026.core.config import config, param
+from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
 
@@ -320,8 +321,10 @@ class ModelInvarianceConfig:
     window_s: float = param(30.0, 1.0, 120.0, help="paper: 30 s")
     base_fs: float = param(100.0, _RATE_LO, _RATE_HI)
     rates: tuple[float, ...] = param((200.0, 300.0), _RATE_LO, _RATE_HI, min_len=1, max_len=16)
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
 
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         rates = (self.base_fs, *self.rates)
         _check_model_sizes(self, rates)
         _check_sleep_basis(self.window_s, max(rates))
@@ -348,6 +351,7 @@ class ModelInvarianceConfig:
     },
 )
 def model_invariance(cfg: ModelInvarianceConfig, rng: np.random.Generator) -> Outcome:
+    device = resolve_device(cfg.device)
     rel = np.zeros((cfg.n_models, len(cfg.rates)))
     rel_cnn = np.zeros_like(rel)
     for m, child in enumerate(track(spawn(rng, cfg.n_models), "untrained models", total=cfg.n_models)):
@@ -357,11 +361,12 @@ def model_invariance(cfg: ModelInvarianceConfig, rng: np.random.Generator) -> Ou
         model = NeurOCNN(1, 5, cfg.channels, cfg.n_knots, cfg.duration_s, cfg.n_modes, cfg.segment_s,
                          cfg.window_s, generator=gen).eval()
         cnn = FixedCNN(1, 5, cfg.channels, generator=gen).eval()
+        model, cnn = model.to(device), cnn.to(device)
         with torch.no_grad():
-            x0 = torch.as_tensor(bank.sample(cfg.base_fs))
+            x0 = torch.as_tensor(bank.sample(cfg.base_fs), device=device)
             z0, c0 = model(x0, cfg.base_fs), cnn(x0, cfg.base_fs)
             for j, fs in enumerate(cfg.rates):
-                x = torch.as_tensor(bank.sample(fs))
+                x = torch.as_tensor(bank.sample(fs), device=device)
                 rel[m, j] = float(torch.linalg.norm(model(x, fs) - z0) / torch.linalg.norm(z0))
                 rel_cnn[m, j] = float(torch.linalg.norm(cnn(x, fs) - c0) / torch.linalg.norm(c0))
     metrics: dict[str, float] = {}
@@ -437,7 +442,10 @@ class ZeroShotConfig:
     tol_75: float = param(0.05, 0.0, 1.0, hi_open=True)
     min_cnn_drop: float = param(0.15, 0.0, 1.0, lo_open=True)
 
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         if self.train_fs not in self.test_rates:
             raise ValueError(f"test_rates = {self.test_rates}: must include train_fs ({self.train_fs:g})")
         if len(set(self.test_rates)) != len(self.test_rates):
@@ -512,6 +520,7 @@ def _zero_shot(
     Returns ``{row: {fs: (accuracy, macro_f1)}}``, timings, and each model's validation-accuracy curve.
     """
     n_classes = len(train.class_names)
+    device = resolve_device(cfg.device)
     x_tr, x_va = train.sample(cfg.train_fs), val.sample(cfg.train_fs)
     x_te = {fs: test.sample(fs) for fs in cfg.test_rates}
     # The paper's protocol: the stored train-rate signal linearly interpolated to the new rate (F.interpolate);
@@ -524,7 +533,7 @@ def _zero_shot(
     children = dict(zip(_ALL_MODELS, spawn(rng, len(_ALL_MODELS)), strict=True))
     for name in cfg.models:
         gen = torch_generator(children[name])
-        model = _build(name, cfg, n_classes, gen)
+        model = _build(name, cfg, n_classes, gen).to(device)
         start = time.perf_counter()
         hist = train_classifier(
             model,
@@ -683,7 +692,10 @@ class EcgConfig:
     # our guard against a trivially small gap: NeurOCNN must have learned (1.5x the 0.25 chance macro-F1)
     min_train_f1: float = param(0.375, 0.0, 1.0, lo_open=True)
 
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         if self.train_fs not in self.test_rates:
             raise ValueError(f"test_rates = {self.test_rates}: must include train_fs ({self.train_fs:g})")
         if len(set(self.test_rates)) != len(self.test_rates):
@@ -770,6 +782,7 @@ def ecg_zero_shot(cfg: EcgConfig, rng: np.random.Generator) -> Outcome:
         train_fs=cfg.train_fs,
         test_rates=cfg.test_rates,
         models=cfg.models,
+        device=cfg.device,
     )
     results, timings, curves = _zero_shot(zcfg, train, val, test, r_mod)
     metrics, rows = _zero_shot_metrics(results, curves)

@@ -189,7 +189,7 @@ def check_signal(
         raise ValueError(
             f"the {what} has {x.shape[-1]} samples, shorter than one kernel ({min_length} taps at {fs:g} Hz)"
         )
-    if not bool(torch.isfinite(x).all()):
+    if x.device.type != "meta" and not bool(torch.isfinite(x).all()):  # meta tensors carry no values
         raise ValueError(f"the {what} contains NaN or inf values")
     return fs
 
@@ -328,9 +328,9 @@ class SplineConv1d(ContinuousConv1d):
             raise ValueError(f"n_knots must be an integer >= 2, got {n_knots!r}")
         self.n_knots = n_knots
         self.control = nn.Parameter(torch.randn(out_channels, in_channels, n_knots, generator=generator))
-        self.register_buffer(
-            "knots", torch.linspace(-0.5, 0.5, n_knots, dtype=torch.float64), persistent=False
-        )
+        knots = torch.linspace(-0.5, 0.5, n_knots, dtype=torch.float64)
+        self.register_buffer("knots", knots, persistent=False)
+        self._knots_host = knots.numpy().copy()  # the basis is built on the host whatever the module's device
         self._basis_cache: dict[tuple[str, int, float], torch.Tensor] = {}
 
     def basis(self, fs: float) -> torch.Tensor:
@@ -346,7 +346,7 @@ class SplineConv1d(ContinuousConv1d):
                     stacklevel=4,
                 )
             u = tap_positions(self.duration_s, fs, self.spacing)
-            a = natural_spline_basis(self.knots.cpu().numpy(), u)  # type: ignore[operator]  # nn.Module attribute typing
+            a = natural_spline_basis(self._knots_host, u)
             self._basis_cache[key] = torch.as_tensor(a, dtype=torch.float32)
         return self._basis_cache[key].to(self.control.device)
 

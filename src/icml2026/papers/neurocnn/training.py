@@ -60,11 +60,20 @@ def predict(model: nn.Module, x: np.ndarray | torch.Tensor, fs: float, batch_siz
     check_fs(fs)
     batch_size = positive_int(batch_size, "batch_size")
     xt = _as_signals(x, "x")
+    dev = _device_of(model)
     was_training = model.training
     model.eval()
-    preds = [model(xt[i : i + batch_size], fs).argmax(dim=-1) for i in range(0, xt.shape[0], batch_size)]
+    preds = [
+        model(xt[i : i + batch_size].to(dev), fs).argmax(dim=-1).cpu() for i in range(0, xt.shape[0], batch_size)
+    ]
     model.train(was_training)
     return torch.cat(preds).numpy()
+
+
+def _device_of(model: nn.Module) -> torch.device:
+    """Where ``model``'s parameters live (batches are moved there; results come back to the CPU)."""
+    first = next(model.parameters(), None)
+    return first.device if first is not None else torch.device("cpu")
 
 
 def train_classifier(
@@ -113,6 +122,7 @@ def train_classifier(
     if y_lab.min() < 0:
         raise ValueError("y: labels must be >= 0")
     yt = torch.as_tensor(y_lab, dtype=torch.long)
+    dev = _device_of(model)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     losses: list[float] = []
     val_acc: list[float] = []
@@ -131,7 +141,7 @@ def train_classifier(
             total, count = 0.0, 0
             for i in range(0, xt.shape[0], batch_size):
                 idx = perm[i : i + batch_size]
-                loss = F.cross_entropy(model(xt[idx], fs), yt[idx])
+                loss = F.cross_entropy(model(xt[idx].to(dev), fs), yt[idx].to(dev))
                 opt.zero_grad()
                 loss.backward()
                 opt.step()

@@ -1,0 +1,42 @@
+"""The ``device`` field of neurocnn's torch experiments: CPU runs, the meta device carries shapes through every
+model, bad names are refused, and a missing CUDA device is a missing dependency (exit 3), not a crash."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from icml2026.cli import main  # noqa: E402
+from icml2026.papers.neurocnn import NeurOCNN  # noqa: E402
+from icml2026.papers.neurocnn.baselines import FixedCNN, ResampleBack  # noqa: E402
+from icml2026.papers.neurocnn.experiments import EcgConfig, ModelInvarianceConfig, ZeroShotConfig  # noqa: E402
+
+
+@pytest.mark.parametrize("build", [
+    lambda: NeurOCNN(1, 5, (4, 8), 12, 0.25, 8, 2.0, 4.0),
+    lambda: FixedCNN(1, 5, (4, 8)),
+    lambda: ResampleBack(FixedCNN(1, 5, (4, 8)), 100.0),
+])
+def test_models_run_on_the_meta_device(build):
+    model = build().to("meta")
+    for fs in (100.0, 250.0):
+        out = model(torch.empty(3, 1, int(4 * fs), device="meta"), fs)
+        assert out.device.type == "meta" and tuple(out.shape) == (3, 5)
+
+
+@pytest.mark.parametrize("cls", [ZeroShotConfig, EcgConfig, ModelInvarianceConfig])
+def test_device_field_defaults_to_cpu_and_refuses_nonsense(cls):
+    assert cls().device == "cpu"
+    with pytest.raises(ValueError, match="^device = 'gpu0'"):
+        cls(device="gpu0")
+
+
+def test_cuda_without_a_gpu_is_a_missing_dependency(tmp_path, capsys):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    code = main(["run", "neurocnn.model_invariance", "--preset", "smoke", "--device", "cuda",
+                 "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 3 and "CUDA" in err and "Traceback" not in err
+    assert not any(tmp_path.rglob("results.json"))
