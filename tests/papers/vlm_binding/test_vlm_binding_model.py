@@ -193,3 +193,18 @@ def test_probe_and_interchange_outputs_are_well_formed() -> None:
 def test_bad_inputs_name_the_argument(call, match) -> None:  # noqa: ANN001
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_save_and_from_pretrained_round_trip(tmp_path) -> None:  # noqa: ANN001
+    # the real loading path (transformers from_pretrained on a local folder) on a tiny model saved here
+    rng = np.random.default_rng(10)
+    enc = CellEncoder(16, 4)
+    m = _model(encoder=enc)
+    m.save_pretrained(tmp_path)
+    m2 = BindingLM.from_pretrained(tmp_path)
+    b = image_batch([sample_task(4, rng, V) for _ in range(3)], rng)
+    t = text_batch([sample_task(5, rng, V) for _ in range(3)])
+    with torch.no_grad():
+        assert torch.equal(m(b)[0], m2(b)[0]) and torch.equal(m(t)[0], m2(t)[0])
+    with pytest.raises(ValueError, match="path"):
+        BindingLM.from_pretrained(tmp_path / "missing")

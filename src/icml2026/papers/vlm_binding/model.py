@@ -13,7 +13,9 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -52,7 +54,7 @@ class CellEncoder(nn.Module):
     def __init__(self, feature_dim: int = 64, width: int = 32) -> None:
         super().__init__()
         self.feature_dim = positive_int(feature_dim, "feature_dim", maximum=4096)
-        width = positive_int(width, "width", maximum=1024)
+        width = self.width = positive_int(width, "width", maximum=1024)
         self.net = nn.Sequential(
             nn.Conv2d(3, width, 3, stride=1, padding=1),
             nn.ReLU(),  # 8x8
@@ -320,6 +322,52 @@ class BindingLM(nn.Module):
             raise ValueError("encoder: feature_dim must match the projector's input size")
         self.encoder = copy.deepcopy(encoder).freeze()
         self._table = None
+
+    def save_pretrained(self, path: str | Path) -> None:
+        """Write the LM with ``transformers``' ``save_pretrained`` (``path/lm``) and the rest to ``path/extras.pt``."""
+        path = Path(path)
+        self.lm.save_pretrained(path / "lm")
+        extras = {
+            "vocab": dataclasses.asdict(self.vocab),
+            "encoder": None
+            if self.encoder is None
+            else {
+                "feature_dim": self.encoder.feature_dim,
+                "width": self.encoder.width,
+                "state": self.encoder.state_dict(),
+            },
+            "projector": None if self.projector is None else self.projector.state_dict(),
+        }
+        torch.save(extras, path / "extras.pt")
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path) -> BindingLM:
+        """Load a model written by :meth:`save_pretrained` from a local folder (nothing is downloaded)."""
+        from transformers import GPT2LMHeadModel
+
+        path = Path(path)
+        if not (path / "lm").is_dir() or not (path / "extras.pt").is_file():
+            raise ValueError(f"path = {str(path)!r}: not a folder written by BindingLM.save_pretrained")
+        extras = torch.load(path / "extras.pt", weights_only=True)
+        lm = GPT2LMHeadModel.from_pretrained(path / "lm", local_files_only=True, attn_implementation="eager")
+        enc = None
+        if extras["encoder"] is not None:
+            enc = CellEncoder(extras["encoder"]["feature_dim"], extras["encoder"]["width"])
+            enc.load_state_dict(extras["encoder"]["state"])
+        cfg = lm.config
+        model = cls(
+            Vocab(**extras["vocab"]),
+            enc,
+            torch.Generator().manual_seed(0),
+            n_layer=cfg.n_layer,
+            d_model=cfg.n_embd,
+            n_head=cfg.n_head,
+            max_len=cfg.n_positions,
+        )
+        model.lm = lm
+        if model.projector is not None:
+            model.projector.load_state_dict(extras["projector"])
+        return model.eval()
 
     def clone(self) -> BindingLM:
         return copy.deepcopy(self)
