@@ -56,3 +56,21 @@ def test_digits_task_and_random_labels() -> None:
     assert 0.4 < agree < 0.6  # independent fair coins agree ~50% (sd ~0.02 for 597 labels)
     with pytest.raises(ValueError, match="n_train"):
         digits_binary_task(1796, np.random.default_rng(0))
+
+
+def test_real_mnist1d_contains_global_seed() -> None:
+    pytest.importorskip("mnist1d")
+    import random
+
+    from icml2026.papers.gibbs_bounds.data import real_mnist1d_binary_task
+
+    np.random.seed(123)
+    random.seed(7)
+    before_np, before_py = np.random.get_state()[1].copy(), random.getstate()
+    a = real_mnist1d_binary_task(40, 40, np.random.default_rng(0))
+    assert np.array_equal(np.random.get_state()[1], before_np) and random.getstate() == before_py
+    b = real_mnist1d_binary_task(40, 40, np.random.default_rng(0))
+    assert np.array_equal(a.x_train, b.x_train) and a.x_train.shape == (40, 40)
+    assert a.y_train.sum() == 20 and a.y_test.sum() == 20
+    c = real_mnist1d_binary_task(40, 40, np.random.default_rng(1))
+    assert not np.array_equal(a.x_train, c.x_train)

@@ -186,3 +186,38 @@ def randomize_labels(task: BinaryTask, rng: np.random.Generator) -> BinaryTask:
         np.asarray(rng.integers(0, 2, size=task.y_test.shape[0]), dtype=np.int64),
         name=task.name + ", random labels",
     )
+
+
+def real_mnist1d_binary_task(n_train: int, n_test: int, rng: np.random.Generator) -> BinaryTask:
+    """The real MNIST-1D generator (``mnist1d`` package, ``make_dataset``: built offline, no download),
+    {0-4} vs {5-9}, balanced train and test.
+
+    ``make_dataset`` seeds Python's and numpy's *global* generators (``set_seed``) and draws from them; the
+    seed is taken from ``rng`` and both global states are saved before and restored after the call, so the
+    caller's global random state is untouched and the data depend only on ``rng``.
+    """
+    import random as _random
+
+    from icml2026.core.errors import require_module
+
+    require_module("mnist1d", "gibbs_bounds")
+    from mnist1d.data import get_dataset_args, make_dataset
+
+    for name, v in (("n_train", n_train), ("n_test", n_test)):
+        if v < 2 or v % 2:
+            raise ValueError(f"{name} must be an even integer >= 2, got {v}")
+    args = get_dataset_args()
+    args.num_samples = 10 * ((int(1.3 * (n_train + n_test)) + 100) // 10 + 1)
+    args.seed = int(rng.integers(0, 2**31 - 1))
+    np_state, py_state = np.random.get_state(), _random.getstate()
+    try:
+        ds = make_dataset(args)
+    finally:
+        np.random.set_state(np_state)
+        _random.setstate(py_state)
+    x = np.concatenate([ds["x"], ds["x_test"]]).astype(np.float32)
+    y = _to_binary(np.concatenate([ds["y"], ds["y_test"]]))
+    tr = _balanced_indices(y, n_train // 2, rng)
+    rest = np.setdiff1d(np.arange(y.size), tr)
+    te = rest[_balanced_indices(y[rest], n_test // 2, rng)]
+    return BinaryTask(x[tr], y[tr], x[te], y[te], name=f"mnist1d (package) {{0-4}} vs {{5-9}}, n={n_train}")
