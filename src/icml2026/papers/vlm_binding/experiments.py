@@ -370,9 +370,13 @@ def regimes(cfg: RegimesConfig, rng: np.random.Generator) -> Outcome:
     # sub-seeds of the paired per-seed statistic (ratios of small accuracies and of smoothed flip counts are
     # unstable, and a mean can be carried by one seed). With one sub-seed the minimum is that seed's value.
     ood_ratio = metrics["ood_ratio_image_over_text_only_min"]
-    checks = [
-        # criterion 3: fails for an under-trained model (ID) or one that generalises by itself (OOD)
-        Check("text_only_id_acc", metrics["text-only_id_acc"], ">= 0.98", paper="~100% ID"),
+    # criterion 3's ID half is the guard: fails for an under-trained model. The comparisons below are evidence
+    # only for models that learned the task in distribution; for near-chance models they are ratios and
+    # differences of chance-level accuracies (quick seed 0 put one at 1.2985 against 1.3), so below the guard
+    # they are reported as metrics and the guard alone fails the run, the same way on every seed.
+    guard = Check("text_only_id_acc", metrics["text-only_id_acc"], ">= 0.98", paper="~100% ID")
+    compared = [
+        # criterion 3, OOD half: fails for a model that generalises by itself
         Check("text_only_ood_acc", metrics["text-only_ood_acc"], "<= 0.60", paper="37.2% OOD"),
         # criterion 4: fails if images do not help beyond more steps of text
         Check("ood_ratio_image_text_over_text_only", ood_ratio, ">= 1.3", paper="69.5 / 37.2 = 1.87"),
@@ -410,6 +414,7 @@ def regimes(cfg: RegimesConfig, rng: np.random.Generator) -> Outcome:
             paper="—",
         ),
     ]
+    checks = [guard, *compared] if guard.passed else [guard]
     figures = _figures(names, per_n, mech, id_ns, ood_ns, cfg.n_layer)
     tables: dict[str, list[dict[str, Any]]] = {
         "per_seed": rows,
