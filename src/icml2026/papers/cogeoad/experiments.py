@@ -55,6 +55,11 @@ def _summarise(per: dict[str, list[float]]) -> dict[str, float]:
 
 
 # ============================================================================================ renderer
+
+#: I-AUROC below which variant comparisons are not evidence (a detector must detect before its parts are
+#: compared); fixed with the gating rule, not from a run: the brief's own detection targets are >= 0.85.
+MIN_DETECTION_AUROC = 0.75
+
 @config
 class RendererConfig:
     """Criterion 1 on the renderer alone (sizes per sub-seed)."""
@@ -366,20 +371,27 @@ def zero_shot(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
         # fails if colour renders carried shading (then dents would show in colour)
         Check("colour_only_on_geometry_defects_i_auroc", m["colour_only_i_auroc_geometry"], "<= 0.70"),
         Check("cogeoad_on_geometry_defects_i_auroc", m["cogeoad_i_auroc_geometry"], ">= 0.85", paper="—"),
-        Check(
-            "fusion_minus_best_single_i_auroc_all",
-            m["fusion_margin_all"],
-            ">= 0.05",
-            paper="87.4 vs 84.3 (geo only) / 83.6 (colour only), MVTec3D",
-        ),
-        # criterion 4a
-        Check("msgcf_minus_last_layer_aupro", m["msgcf_aupro_gain"], ">= 0.0", paper="91.9 vs 87.9 (MVTec3D)"),
         # criterion 2 (sum by construction of the softmax; max fails on a collapsed MVA)
         Check("alpha_sum_error", m["alpha_sum_error_max"], "<= 1e-5"),
         Check("alpha_mean_max_entropy_reward", m["alpha_mean_max"], "<= 0.5"),
         # criterion 5
         Check("aux_test_shared_categories", m["shared_categories"], "== 0", paper="unseen categories"),
     ]
+    # The variant comparisons (fusion over the single streams, criterion 4a) are evidence only for a detector
+    # that detects: they are checked once CoGeoAD's I-AUROC over all defects reaches MIN_DETECTION_AUROC; below
+    # it they compare near-chance scores (one quick sub-seed was degenerate, all scores 0.5) and are reported as
+    # metrics, with the guard failing the run the same way on every seed.
+    checks.append(Check("guard_cogeoad_i_auroc_all", m["cogeoad_i_auroc_all"], f">= {MIN_DETECTION_AUROC}"))
+    if m["cogeoad_i_auroc_all"] >= MIN_DETECTION_AUROC:
+        checks += [
+            Check(
+                "fusion_minus_best_single_i_auroc_all",
+                m["fusion_margin_all"],
+                ">= 0.05",
+                paper="87.4 vs 84.3 (geo only) / 83.6 (colour only), MVTec3D",
+            ),
+            Check("msgcf_minus_last_layer_aupro", m["msgcf_aupro_gain"], ">= 0.0", paper="91.9 vs 87.9 (MVTec3D)"),
+        ]
     fig, ax = new_figure("Object-level ROC, mixed test set (sub-seed 0)", "false positive rate", "true positive rate")
     for name, (fpr, tpr) in roc.items():
         ax.plot(fpr, tpr, label=name, lw=1.2)
@@ -508,13 +520,19 @@ def view_attention(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
     checks = [
         # fails on a collapsed MVA (e.g. entropy_sign=-1 with a large lam_ent drives max alpha to 1)
         Check("alpha_mean_max_entropy_reward", m["mva_reward_alpha_mean_max"], "<= 0.5"),
-        Check(
-            "mva_minus_uniform_i_auroc_few_view",
-            m["mva_minus_uniform_i_auroc"],
-            ">= 0.0",
-            paper="86.2 -> 87.4 I-AUROC with MVA (MVTec3D)",
-        ),
+        # guard, as in zero_shot: MVA against uniform weights is compared only for a detector that detects
+        # (per sub-seed the difference ranged -0.071..+0.080 around chance-level scores)
+        Check("guard_mva_i_auroc_few_view", m["mva_reward_i_auroc_few_view"], f">= {MIN_DETECTION_AUROC}"),
     ]
+    if m["mva_reward_i_auroc_few_view"] >= MIN_DETECTION_AUROC:
+        checks.append(
+            Check(
+                "mva_minus_uniform_i_auroc_few_view",
+                m["mva_minus_uniform_i_auroc"],
+                ">= 0.0",
+                paper="86.2 -> 87.4 I-AUROC with MVA (MVTec3D)",
+            )
+        )
     fig, ax = new_figure("Mean max view weight by entropy setting", "variant", "mean max_k alpha_k")
     names = [k for k, v in variants.items() if v is not None]
     ax.bar(range(len(names)), [m[f"{k}_alpha_mean_max"] for k in names])
