@@ -55,9 +55,11 @@ def main() -> None:
     probe_generator(gen, det, cfg, make_rng(4))
     dt = time.perf_counter() - t0
     per_update = (dt - 16 * 2 / rates["base"]) / updates  # the dump samples 16 images twice
-    print(f"\nStage 1 (batch {cfg.batch_size}, K = {cfg.grad_steps}): {1 / per_update:.2f} updates/s, "
-          f"{per_update:.2f} s per update = {per_update * rates['base'] / cfg.batch_size:.1f}x the time of "
-          f"sampling its batch with the base UNet")
+    print(
+        f"\nStage 1 (batch {cfg.batch_size}, K = {cfg.grad_steps}): {1 / per_update:.2f} updates/s, "
+        f"{per_update:.2f} s per update = {per_update * rates['base'] / cfg.batch_size:.1f}x the time of "
+        f"sampling its batch with the base UNet"
+    )
 
 
 if __name__ == "__main__":

@@ -54,8 +54,13 @@ def test_no_unseen_generator_image_enters_training(monkeypatch) -> None:  # type
 
         monkeypatch.setattr(cls, "sample", sample)
 
-    for cls in (exps.VAEGenerator, exps.DCGANGenerator, exps.AEReconstructor, exps.PCAGaussianGenerator,
-                exps.DiffusionGenerator):
+    for cls in (
+        exps.VAEGenerator,
+        exps.DCGANGenerator,
+        exps.AEReconstructor,
+        exps.PCAGaussianGenerator,
+        exps.DiffusionGenerator,
+    ):
         wrap(cls, cls.__name__)
     monkeypatch.setattr(exps, "fit_methods", spy_fit)
     cfg = dataclasses.replace(get_experiment("probe.headline").config("smoke"), n_eval=32)

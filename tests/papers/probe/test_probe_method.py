@@ -26,8 +26,12 @@ def test_stage1_leaves_base_unet_and_detector_bit_identical(tiny) -> None:  # ty
     gen, det = tiny["gen"], tiny["det"]
     u0, d0 = _state(gen.unet), _state(det.net_)
     flags = [p.requires_grad for p in det.net_.parameters()]
-    res = probe_generator(gen, det, ProbeConfig(lam=1.0, lr=5e-2, n_restarts=1, n_updates=3, dump_every=3,
-                                                n_dump=4, batch_size=4), make_rng(0))
+    res = probe_generator(
+        gen,
+        det,
+        ProbeConfig(lam=1.0, lr=5e-2, n_restarts=1, n_updates=3, dump_every=3, n_dump=4, batch_size=4),
+        make_rng(0),
+    )
     assert all(torch.equal(u0[k], v) for k, v in gen.unet.state_dict().items())
     assert all(torch.equal(d0[k], v) for k, v in det.net_.state_dict().items())  # incl. BN running stats
     assert flags == [p.requires_grad for p in det.net_.parameters()]
@@ -81,7 +85,6 @@ def test_bad_configs_are_refused(tiny) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match="dump_every"):
         ProbeConfig(n_updates=2, dump_every=5)
     with pytest.raises(ValueError, match="grad_steps"):
-        probe_generator(tiny["gen"], tiny["det"], ProbeConfig(grad_steps=9, n_updates=1, dump_every=1),
-                        make_rng(0))
+        probe_generator(tiny["gen"], tiny["det"], ProbeConfig(grad_steps=9, n_updates=1, dump_every=1), make_rng(0))
     with pytest.raises(TypeError, match="detector"):
         probe_generator(tiny["gen"], object(), ProbeConfig(), make_rng(0))  # type: ignore[arg-type]

@@ -36,8 +36,9 @@ def extra_standard_samples(generator: DiffusionGenerator, n: int, rng: np.random
     return generator.sample(positive_int(n, "n"), rng)
 
 
-def pgd_fakes(detector: Detector, fakes: np.ndarray, eps: float = 8 / 255, n_steps: int = 10,
-              step: float | None = None) -> np.ndarray:
+def pgd_fakes(
+    detector: Detector, fakes: np.ndarray, eps: float = 8 / 255, n_steps: int = 10, step: float | None = None
+) -> np.ndarray:
     """B2: L_inf PGD on ``fakes`` towards "real" against the frozen detector (minimise softplus(D(x))).
 
     ``eps`` is in the [-1, 1] pixel scale (8/255 here = the brief's 4/255 on [0, 1]); step = eps / 4.
@@ -92,8 +93,9 @@ def cnnspot_augment(x: np.ndarray, rng: np.random.Generator, p: float = 0.5) -> 
     return np.clip(x, -1, 1).astype(np.float32)
 
 
-def random_lora_buffer(generator: DiffusionGenerator, probe: ProbeResult, cfg: ProbeConfig,
-                       rng: np.random.Generator) -> np.ndarray:
+def random_lora_buffer(
+    generator: DiffusionGenerator, probe: ProbeResult, cfg: ProbeConfig, rng: np.random.Generator
+) -> np.ndarray:
     """B4: for each of PROBE's dumps, a random LoRA direction with the same ||Delta-phi|| samples as many
     images (no critic)."""
     if not isinstance(probe, ProbeResult):
@@ -114,8 +116,9 @@ class LatentSteerResult:
     base: np.ndarray
 
 
-def latent_steer_buffer(generator: DiffusionGenerator, detector: Detector, cfg: ProbeConfig,
-                        rng: np.random.Generator, lr: float = 0.05) -> LatentSteerResult:
+def latent_steer_buffer(
+    generator: DiffusionGenerator, detector: Detector, cfg: ProbeConfig, rng: np.random.Generator, lr: float = 0.05
+) -> LatentSteerResult:
     """B5 (OMAT-style latent steering): optimise the latent, generator frozen, objective L_probe + lambda L_prec.
 
     Per restart, ``n_dump`` chains are run from fresh x_T to the latent x_{t_K} that enters the last
@@ -129,7 +132,7 @@ def latent_steer_buffer(generator: DiffusionGenerator, detector: Detector, cfg: 
     lr = finite_number(lr, "lr", lo=0.0, lo_open=True)
     sched = generator.scheduler
     steps = list(sched.timesteps)
-    head, tail = steps[: len(steps) - cfg.grad_steps], steps[len(steps) - cfg.grad_steps:]
+    head, tail = steps[: len(steps) - cfg.grad_steps], steps[len(steps) - cfg.grad_steps :]
 
     def run(x: torch.Tensor, ts: list[object]) -> torch.Tensor:
         for t in ts:

@@ -23,8 +23,9 @@ TRAIN_FRACTION = 0.75
 
 def _region_crops(img: np.ndarray, size: int, stride: int) -> np.ndarray:
     h, w, _ = img.shape
-    out = [img[r:r + size, c:c + size] for r in range(0, h - size + 1, stride)
-           for c in range(0, w - size + 1, stride)]
+    out = [
+        img[r : r + size, c : c + size] for r in range(0, h - size + 1, stride) for c in range(0, w - size + 1, stride)
+    ]
     return np.stack(out) if out else np.zeros((0, size, size, img.shape[2]), img.dtype)
 
 
@@ -62,7 +63,7 @@ def real_crops(size: int = 16, split: Literal["train", "test"] = "train") -> np.
         if split == "train":
             crops.append(_region_crops(img[:, :cut], size, max(1, size // 2)))
         else:
-            crops.append(_region_crops(img[:, cut + SPLIT_GAP:], size, size))
+            crops.append(_region_crops(img[:, cut + SPLIT_GAP :], size, size))
     x = np.concatenate(crops).astype(np.float32)
     return np.ascontiguousarray((x / 127.5 - 1.0).transpose(0, 3, 1, 2))
 

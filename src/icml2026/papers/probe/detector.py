@@ -27,8 +27,11 @@ class _Block(nn.Module):
         self.bn1 = nn.BatchNorm2d(c_out)
         self.conv2 = nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False)
         self.bn2 = nn.BatchNorm2d(c_out)
-        self.skip: nn.Module = nn.Identity() if stride == 1 and c_in == c_out else nn.Sequential(
-            nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out))
+        self.skip: nn.Module = (
+            nn.Identity()
+            if stride == 1 and c_in == c_out
+            else nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out))
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = torch.relu(self.bn1(self.conv1(x)))
@@ -77,8 +80,15 @@ class Detector:
         self.n_params_ = sum(p.numel() for p in self.net_.parameters())
         return self.partial_fit(real, fake, r_train, epochs=self.epochs, lr=self.lr)
 
-    def partial_fit(self, real: np.ndarray, fake: np.ndarray, rng: np.random.Generator, epochs: int,
-                    lr: float, augment: Augment | None = None) -> Detector:
+    def partial_fit(
+        self,
+        real: np.ndarray,
+        fake: np.ndarray,
+        rng: np.random.Generator,
+        epochs: int,
+        lr: float,
+        augment: Augment | None = None,
+    ) -> Detector:
         """Continue training (Stage 2 of PROBE uses this): class-balanced BCE, Adam, ``epochs`` passes.
 
         An epoch draws ``2 * max(n_real, n_fake)`` images, half from each class (the smaller class cycles
@@ -96,10 +106,10 @@ class Detector:
             ir = np.concatenate([rng.permutation(len(real)) for _ in range(-(-n // len(real)))])[:n]
             i_f = np.concatenate([rng.permutation(len(fake)) for _ in range(-(-n // len(fake)))])[:n]
             for s in range(0, n, half):
-                xb = np.concatenate([real[ir[s:s + half]], fake[i_f[s:s + half]]])
+                xb = np.concatenate([real[ir[s : s + half]], fake[i_f[s : s + half]]])
                 if augment is not None:
                     xb = augment(xb, rng)
-                yb = torch.cat([torch.zeros(len(ir[s:s + half])), torch.ones(len(i_f[s:s + half]))])
+                yb = torch.cat([torch.zeros(len(ir[s : s + half])), torch.ones(len(i_f[s : s + half]))])
                 loss = nn.functional.binary_cross_entropy_with_logits(self.net_(to_tensor(xb)), yb)
                 opt.zero_grad()
                 loss.backward()
@@ -117,8 +127,9 @@ class Detector:
         x = check_images(x, "x")
         self.net_.eval()
         with torch.no_grad():
-            return np.concatenate([self.net_(to_tensor(x[i:i + batch_size])).numpy()
-                                   for i in range(0, len(x), batch_size)]).astype(np.float64)
+            return np.concatenate(
+                [self.net_(to_tensor(x[i : i + batch_size])).numpy() for i in range(0, len(x), batch_size)]
+            ).astype(np.float64)
 
     def predict_proba(self, x: np.ndarray) -> np.ndarray:
         """p(fake | x), shape (n,)."""

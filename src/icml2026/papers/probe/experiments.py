@@ -79,9 +79,17 @@ class HeadlineConfig:
 
     @property
     def probe(self) -> ProbeConfig:
-        return ProbeConfig(lam=self.lam, rank=self.lora_rank, lr=self.lora_lr, n_restarts=self.n_restarts,
-                           n_updates=self.n_updates, dump_every=self.dump_every, n_dump=self.n_dump,
-                           batch_size=self.batch_size, grad_steps=self.grad_steps)
+        return ProbeConfig(
+            lam=self.lam,
+            rank=self.lora_rank,
+            lr=self.lora_lr,
+            n_restarts=self.n_restarts,
+            n_updates=self.n_updates,
+            dump_every=self.dump_every,
+            n_dump=self.n_dump,
+            batch_size=self.batch_size,
+            grad_steps=self.grad_steps,
+        )
 
     @property
     def refine(self) -> RefineConfig:
@@ -94,17 +102,22 @@ def train_seen(real_train: np.ndarray, cfg: HeadlineConfig, rng: np.random.Gener
     return gen.fit(real_train, rng, n_steps=cfg.ddpm_steps, batch_size=64)
 
 
-def train_unseen_zoo(real_train: np.ndarray, real_test: np.ndarray, cfg: HeadlineConfig,
-                     rng: np.random.Generator) -> dict[str, Any]:
+def train_unseen_zoo(
+    real_train: np.ndarray, real_test: np.ndarray, cfg: HeadlineConfig, rng: np.random.Generator
+) -> dict[str, Any]:
     """The five unseen families (test only), each trained on the real train crops."""
     s, c = real_train.shape[2], real_train.shape[1]
     r = spawn(rng, 5)
     steps = cfg.zoo_steps
     ddpm2 = DiffusionGenerator(unseen_unet(s, c), "ddpm", 40).fit(real_train, r[2], n_steps=steps, batch_size=64)
     ae = AEReconstructor(s, c).fit(real_train, r[3], n_steps=steps).set_sources(real_test)
-    return {"vae": VAEGenerator(s, c).fit(real_train, r[0], n_steps=steps),
-            "dcgan": DCGANGenerator(s, c).fit(real_train, r[1], n_steps=steps),
-            "ddpm2": ddpm2, "ae_recon": ae, "pca_gauss": PCAGaussianGenerator().fit(real_train, r[4])}
+    return {
+        "vae": VAEGenerator(s, c).fit(real_train, r[0], n_steps=steps),
+        "dcgan": DCGANGenerator(s, c).fit(real_train, r[1], n_steps=steps),
+        "ddpm2": ddpm2,
+        "ae_recon": ae,
+        "pca_gauss": PCAGaussianGenerator().fit(real_train, r[4]),
+    }
 
 
 @dataclass
@@ -118,8 +131,9 @@ class MethodsFit:
     probe_norms: list[float]
 
 
-def fit_methods(real_train: np.ndarray, seen: DiffusionGenerator, cfg: HeadlineConfig,
-                rng: np.random.Generator) -> MethodsFit:
+def fit_methods(
+    real_train: np.ndarray, seen: DiffusionGenerator, cfg: HeadlineConfig, rng: np.random.Generator
+) -> MethodsFit:
     """B0 (detector as trained), B1-B5 and PROBE, from real train crops and the seen DDPM only."""
     r = spawn(rng, 10)
     real = real_train[r[0].choice(len(real_train), size=min(cfg.n_real, len(real_train)), replace=False)]
@@ -145,8 +159,9 @@ def fit_methods(real_train: np.ndarray, seen: DiffusionGenerator, cfg: HeadlineC
     return MethodsFit(dets, buffers, seen_fakes, res.base, res.dump_norms)
 
 
-def evaluate_methods(fit: MethodsFit, real_test: np.ndarray, generators: dict[str, Any], n_eval: int,
-                     rng: np.random.Generator) -> dict[str, dict[str, float]]:
+def evaluate_methods(
+    fit: MethodsFit, real_test: np.ndarray, generators: dict[str, Any], n_eval: int, rng: np.random.Generator
+) -> dict[str, dict[str, float]]:
     """bAcc of every detector on every generator: the same n real test crops and n fakes for all methods."""
     n = min(n_eval, len(real_test))
     r_real, *r_gen = spawn(rng, 1 + len(generators))
@@ -169,8 +184,13 @@ def _crop_grid(rows: dict[str, np.ndarray], n_cols: int = 8) -> Any:
         for j in range(min(n_cols, len(imgs))):
             ax = fig.add_subplot(len(rows), n_cols, i * n_cols + j + 1)
             img = (imgs[j].transpose(1, 2, 0) + 1) / 2
-            ax.imshow(np.clip(img[..., 0] if img.shape[2] == 1 else img, 0, 1), cmap="gray", vmin=0, vmax=1,
-                      interpolation="nearest")
+            ax.imshow(
+                np.clip(img[..., 0] if img.shape[2] == 1 else img, 0, 1),
+                cmap="gray",
+                vmin=0,
+                vmax=1,
+                interpolation="nearest",
+            )
             ax.set_xticks([])
             ax.set_yticks([])
             if j == 0:
@@ -190,21 +210,51 @@ def _agg(vals: list[float]) -> tuple[float, float, float, float]:
     "calls real) raises mean bAcc on five unseen generator families by >= 5 points over the detector as "
     "trained and >= 3 points over adding as many standard samples, with <= 2 points loss on the seen one.",
     presets={
-        "smoke": HeadlineConfig(dataset="digits", size=8, n_seeds=1, share_zoo=True, ddpm_steps=8,
-                                ddim_steps=4, zoo_steps=8, n_real=128, n_seen=64, det_epochs=1, n_eval=32,
-                                n_restarts=1, n_updates=4, dump_every=2, n_dump=8, batch_size=4,
-                                refine_epochs=1),
-        "quick": HeadlineConfig(size=8, n_seeds=3, share_zoo=True, ddpm_steps=300, ddim_steps=8, zoo_steps=300,
-                                n_real=2048, n_seen=512, det_epochs=3, n_eval=800, n_restarts=2, n_updates=20,
-                                dump_every=5, n_dump=32, batch_size=16),
+        "smoke": HeadlineConfig(
+            dataset="digits",
+            size=8,
+            n_seeds=1,
+            share_zoo=True,
+            ddpm_steps=8,
+            ddim_steps=4,
+            zoo_steps=8,
+            n_real=128,
+            n_seen=64,
+            det_epochs=1,
+            n_eval=32,
+            n_restarts=1,
+            n_updates=4,
+            dump_every=2,
+            n_dump=8,
+            batch_size=4,
+            refine_epochs=1,
+        ),
+        "quick": HeadlineConfig(
+            size=8,
+            n_seeds=3,
+            share_zoo=True,
+            ddpm_steps=300,
+            ddim_steps=8,
+            zoo_steps=300,
+            n_real=2048,
+            n_seen=512,
+            det_epochs=3,
+            n_eval=800,
+            n_restarts=2,
+            n_updates=20,
+            dump_every=5,
+            n_dump=32,
+            batch_size=16,
+        ),
         "full": HeadlineConfig(),
     },
 )
 def headline(cfg: HeadlineConfig, rng: np.random.Generator) -> Outcome:
     real_tr, real_te = load_reals(cfg.dataset, cfg.size)
     r_seen0, r_zoo0, r_seeds = spawn(rng, 3)
-    shared = (train_seen(real_tr, cfg, r_seen0), train_unseen_zoo(real_tr, real_te, cfg, r_zoo0)) \
-        if cfg.share_zoo else None
+    shared = (
+        (train_seen(real_tr, cfg, r_seen0), train_unseen_zoo(real_tr, real_te, cfg, r_zoo0)) if cfg.share_zoo else None
+    )
     per: dict[str, list[float]] = {}
     rows: list[dict[str, Any]] = []
     grid: dict[str, np.ndarray] = {}
@@ -237,8 +287,15 @@ def headline(cfg: HeadlineConfig, rng: np.random.Generator) -> Outcome:
             put(f"bacc_seen_{m}", bacc[m]["seen"])
             for g in UNSEEN:
                 put(f"bacc_{g}_{m}", bacc[m][g])
-            rows.append({"seed": s, "method": m, "seen": round(bacc[m]["seen"], 4), "unseen_mean": round(
-                unseen_mean, 4), **{g: round(bacc[m][g], 4) for g in UNSEEN}})
+            rows.append(
+                {
+                    "seed": s,
+                    "method": m,
+                    "seen": round(bacc[m]["seen"], 4),
+                    "unseen_mean": round(unseen_mean, 4),
+                    **{g: round(bacc[m][g], 4) for g in UNSEEN},
+                }
+            )
         put("probe_minus_b0", per["bacc_unseen_PROBE"][-1] - per["bacc_unseen_B0"][-1])
         put("probe_minus_b1", per["bacc_unseen_PROBE"][-1] - per["bacc_unseen_B1"][-1])
         for m in ("B2", "B3", "B4", "B5"):
@@ -246,25 +303,37 @@ def headline(cfg: HeadlineConfig, rng: np.random.Generator) -> Outcome:
         put("seen_drop", per["bacc_seen_B0"][-1] - per["bacc_seen_PROBE"][-1])
         if s == 0:
             g_r = spawn(r_diag, len(zoo))
-            grid = {"real": real_te[:: max(1, len(real_te) // 8)][:8], "seen DDPM": std[:8],
-                    "PROBE buffer": fit.buffers["PROBE"][-8:],
-                    **{k: gen.sample(8, rg) for (k, gen), rg in zip(zoo.items(), g_r, strict=True)}}
+            grid = {
+                "real": real_te[:: max(1, len(real_te) // 8)][:8],
+                "seen DDPM": std[:8],
+                "PROBE buffer": fit.buffers["PROBE"][-8:],
+                **{k: gen.sample(8, rg) for (k, gen), rg in zip(zoo.items(), g_r, strict=True)},
+            }
     metrics: dict[str, float] = {}
     for k, v in per.items():
         metrics[k], metrics[f"{k}_std"], metrics[f"{k}_min"], metrics[f"{k}_max"] = _agg(v)
     checks = [
         # fails if the critic does not steer (e.g. lam huge, lora_lr tiny): the buffer stays "fake" (~0.9+)
-        Check("frozen_acc_on_buffer", metrics["frozen_acc_PROBE"], "<= 0.5",
-              paper="realistic samples that are difficult to classify"),
+        Check(
+            "frozen_acc_on_buffer",
+            metrics["frozen_acc_PROBE"],
+            "<= 0.5",
+            paper="realistic samples that are difficult to classify",
+        ),
         # fails for a weak detector (too few epochs / DDPM fakes indistinguishable)
         Check("frozen_acc_on_standard_seen", metrics["frozen_acc_standard"], ">= 0.9"),
         # fails without L_prec (lam = 0, strong lr): adversarial textures drift off the manifold
         Check("buffer_realism_ratio", metrics["fd_ratio_PROBE"], "<= 1.5"),
         # fails if retraining on the buffer does not transfer to the unseen families
-        Check("unseen_bacc_probe_minus_b0", metrics["probe_minus_b0"], ">= 0.05",
-              paper="+14.6 points avg bAcc (ResNet-50, 63.5 -> 78.1)"),
-        Check("unseen_bacc_probe_minus_b1", metrics["probe_minus_b1"], ">= 0.03",
-              paper="data scale alone is insufficient"),
+        Check(
+            "unseen_bacc_probe_minus_b0",
+            metrics["probe_minus_b0"],
+            ">= 0.05",
+            paper="+14.6 points avg bAcc (ResNet-50, 63.5 -> 78.1)",
+        ),
+        Check(
+            "unseen_bacc_probe_minus_b1", metrics["probe_minus_b1"], ">= 0.03", paper="data scale alone is insufficient"
+        ),
         Check("seen_bacc_drop", metrics["seen_drop"], "<= 0.02"),
     ]
     fig, ax = new_figure("bAcc per generator and method (mean over sub-seeds)", "generator", "bAcc")
@@ -272,14 +341,17 @@ def headline(cfg: HeadlineConfig, rng: np.random.Generator) -> Outcome:
     x = np.arange(len(gens))
     wdt = 0.8 / len(METHODS)
     for i, m in enumerate(METHODS):
-        vals = [metrics[f"bacc_{'seen' if g == 'seen' else g}_{m}"] if g != "seen" else metrics[f"bacc_seen_{m}"]
-                for g in gens]
+        vals = [
+            metrics[f"bacc_{'seen' if g == 'seen' else g}_{m}"] if g != "seen" else metrics[f"bacc_seen_{m}"]
+            for g in gens
+        ]
         ax.bar(x + (i - len(METHODS) / 2 + 0.5) * wdt, vals, wdt, label=m)
     ax.set_xticks(x, gens, fontsize=7)
     ax.set_ylim(0.4, 1.0)
     ax.legend(fontsize=6, ncol=4)
-    return Outcome(metrics=metrics, checks=checks, figures={"bacc": fig, "crops": _crop_grid(grid)},
-                   tables={"per_seed": rows})
+    return Outcome(
+        metrics=metrics, checks=checks, figures={"bacc": fig, "crops": _crop_grid(grid)}, tables={"per_seed": rows}
+    )
 
 
 @config
@@ -316,19 +388,29 @@ def lambda_limit(cfg: LimitConfig, rng: np.random.Generator) -> Outcome:
         unet0 = {k: v.clone() for k, v in gen.unet.state_dict().items()}
         det0 = {k: v.clone() for k, v in det.net_.state_dict().items()}
         for name, lam in (("large", cfg.lam_large), ("working", cfg.lam)):
-            pc = ProbeConfig(lam=lam, lr=cfg.lora_lr, n_restarts=1, n_updates=cfg.n_updates,
-                             dump_every=cfg.n_updates, n_dump=32, batch_size=8, grad_steps=2)
+            pc = ProbeConfig(
+                lam=lam,
+                lr=cfg.lora_lr,
+                n_restarts=1,
+                n_updates=cfg.n_updates,
+                dump_every=cfg.n_updates,
+                n_dump=32,
+                batch_size=8,
+                grad_steps=2,
+            )
             res = probe_generator(gen, det, pc, r_p)
             per.setdefault(f"max_abs_diff_{name}", []).append(float(np.abs(res.buffer - res.base).max()))
             per.setdefault(f"lora_norm_{name}", []).append(res.dump_norms[-1])
         same_unet = all(torch.equal(unet0[k], v) for k, v in gen.unet.state_dict().items())
         same_det = all(torch.equal(det0[k], v) for k, v in det.net_.state_dict().items())
         per.setdefault("changed_tensors", []).append(float((not same_unet) + (not same_det)))
-    metrics = {"max_abs_diff_large_max": float(np.max(per["max_abs_diff_large"])),
-               "max_abs_diff_working_min": float(np.min(per["max_abs_diff_working"])),
-               "lora_norm_large_max": float(np.max(per["lora_norm_large"])),
-               "lora_norm_working_min": float(np.min(per["lora_norm_working"])),
-               "changed_tensors_max": float(np.max(per["changed_tensors"]))}
+    metrics = {
+        "max_abs_diff_large_max": float(np.max(per["max_abs_diff_large"])),
+        "max_abs_diff_working_min": float(np.min(per["max_abs_diff_working"])),
+        "lora_norm_large_max": float(np.max(per["lora_norm_large"])),
+        "lora_norm_working_min": float(np.min(per["lora_norm_working"])),
+        "changed_tensors_max": float(np.max(per["changed_tensors"])),
+    }
     checks = [
         # fails if L_prec does not bind (e.g. a sign error, or Adam's lr-sized steps not damped)
         Check("max_abs_pixel_diff_large_lambda", metrics["max_abs_diff_large_max"], "< 1e-3"),

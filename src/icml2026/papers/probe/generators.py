@@ -56,21 +56,41 @@ def seen_unet(size: int, channels: int) -> nn.Module:
     """The seen generator's denoiser: 2 resolutions (16, 32 channels), self-attention at the low one."""
     from diffusers import UNet2DModel
 
-    return cast(nn.Module, UNet2DModel(sample_size=size, in_channels=channels, out_channels=channels,
-                       block_out_channels=(16, 32), layers_per_block=1, norm_num_groups=8,
-                       attention_head_dim=8, down_block_types=("DownBlock2D", "AttnDownBlock2D"),
-                       up_block_types=("AttnUpBlock2D", "UpBlock2D")))
+    return cast(
+        nn.Module,
+        UNet2DModel(
+            sample_size=size,
+            in_channels=channels,
+            out_channels=channels,
+            block_out_channels=(16, 32),
+            layers_per_block=1,
+            norm_num_groups=8,
+            attention_head_dim=8,
+            down_block_types=("DownBlock2D", "AttnDownBlock2D"),
+            up_block_types=("AttnUpBlock2D", "UpBlock2D"),
+        ),
+    )
 
 
 def unseen_unet(size: int, channels: int) -> nn.Module:
     """The unseen DDPM-2 denoiser: wider (24, 48), resnet down/up-sampling blocks, no attention anywhere."""
     from diffusers import UNet2DModel
 
-    return cast(nn.Module, UNet2DModel(sample_size=size, in_channels=channels, out_channels=channels,
-                       block_out_channels=(24, 48), layers_per_block=1, norm_num_groups=8,
-                       down_block_types=("ResnetDownsampleBlock2D", "ResnetDownsampleBlock2D"),
-                       up_block_types=("ResnetUpsampleBlock2D", "ResnetUpsampleBlock2D"),
-                       add_attention=False, resnet_time_scale_shift="scale_shift"))
+    return cast(
+        nn.Module,
+        UNet2DModel(
+            sample_size=size,
+            in_channels=channels,
+            out_channels=channels,
+            block_out_channels=(24, 48),
+            layers_per_block=1,
+            norm_num_groups=8,
+            down_block_types=("ResnetDownsampleBlock2D", "ResnetDownsampleBlock2D"),
+            up_block_types=("ResnetUpsampleBlock2D", "ResnetUpsampleBlock2D"),
+            add_attention=False,
+            resnet_time_scale_shift="scale_shift",
+        ),
+    )
 
 
 class DiffusionGenerator:
@@ -84,8 +104,13 @@ class DiffusionGenerator:
     n_train_timesteps : T of the forward process (squared-cosine schedule).
     """
 
-    def __init__(self, unet: nn.Module, sampler: Literal["ddim", "ddpm"] = "ddim", n_sample_steps: int = 10,
-                 n_train_timesteps: int = 1000) -> None:
+    def __init__(
+        self,
+        unet: nn.Module,
+        sampler: Literal["ddim", "ddpm"] = "ddim",
+        n_sample_steps: int = 10,
+        n_train_timesteps: int = 1000,
+    ) -> None:
         from diffusers import DDIMScheduler, DDPMScheduler
 
         if sampler not in ("ddim", "ddpm"):
@@ -93,8 +118,9 @@ class DiffusionGenerator:
         self.unet: Any = cast(Any, unet)
         self.sampler = sampler
         self.n_sample_steps = positive_int(n_sample_steps, "n_sample_steps", maximum=n_train_timesteps)
-        self.train_scheduler: Any = cast(Any, DDPMScheduler(num_train_timesteps=n_train_timesteps,
-                                                            beta_schedule="squaredcos_cap_v2"))
+        self.train_scheduler: Any = cast(
+            Any, DDPMScheduler(num_train_timesteps=n_train_timesteps, beta_schedule="squaredcos_cap_v2")
+        )
         self.scheduler: Any
         if sampler == "ddim":
             self.scheduler = DDIMScheduler.from_config(self.train_scheduler.config)
@@ -104,8 +130,9 @@ class DiffusionGenerator:
         cfg = self.unet.config
         self.size, self.channels = int(cfg.sample_size), int(cfg.in_channels)
 
-    def fit(self, x: np.ndarray, rng: np.random.Generator, n_steps: int = 1000, batch_size: int = 64,
-            lr: float = 2e-3) -> DiffusionGenerator:
+    def fit(
+        self, x: np.ndarray, rng: np.random.Generator, n_steps: int = 1000, batch_size: int = 64, lr: float = 2e-3
+    ) -> DiffusionGenerator:
         """Train the denoiser with the epsilon-prediction loss of DDPM (Ho et al., Eq. 14)."""
         x = check_images(x, "x")
         n_steps = positive_int(n_steps, "n_steps")
@@ -154,15 +181,20 @@ class DiffusionGenerator:
                 x = self.scheduler.step(eps, t, x, eta=0.0).prev_sample
         return x.clamp(-1.0, 1.0)
 
-    def sample_from(self, x_t: torch.Tensor, unet: nn.Module | None = None,
-                    rng: np.random.Generator | None = None, batch_size: int = 256) -> np.ndarray:
+    def sample_from(
+        self,
+        x_t: torch.Tensor,
+        unet: nn.Module | None = None,
+        rng: np.random.Generator | None = None,
+        batch_size: int = 256,
+    ) -> np.ndarray:
         """Samples from the given x_T (no gradients), in batches."""
         out = []
         net = self.unet if unet is None else unet
         g = torch_generator(rng) if rng is not None else None
         with torch.no_grad():
             for i in range(0, len(x_t), batch_size):
-                x = x_t[i:i + batch_size]
+                x = x_t[i : i + batch_size]
                 if self.sampler == "ddim":
                     x = self.denoise(x, net)
                 else:
@@ -170,8 +202,11 @@ class DiffusionGenerator:
                         x = self.scheduler.step(net(x, t).sample, t, x, generator=g).prev_sample
                     x = x.clamp(-1.0, 1.0)
                 out.append(x.numpy())
-        return np.concatenate(out).astype(np.float32) if out else np.zeros((0, self.channels, self.size,
-                                                                              self.size), np.float32)
+        return (
+            np.concatenate(out).astype(np.float32)
+            if out
+            else np.zeros((0, self.channels, self.size, self.size), np.float32)
+        )
 
     def sample(self, n: int, rng: np.random.Generator, unet: nn.Module | None = None) -> np.ndarray:
         """``n`` samples (float32, (n, C, S, S), in [-1, 1])."""
@@ -188,11 +223,22 @@ class _ConvVAE(nn.Module):
         super().__init__()
         s4 = size // 4
         self.s4, self.variational = s4, variational
-        self.enc = nn.Sequential(nn.Conv2d(channels, 16, 4, 2, 1), nn.ReLU(), nn.Conv2d(16, 32, 4, 2, 1),
-                                 nn.ReLU(), nn.Flatten(), nn.Linear(32 * s4 * s4, 2 * z_dim))
+        self.enc = nn.Sequential(
+            nn.Conv2d(channels, 16, 4, 2, 1),
+            nn.ReLU(),
+            nn.Conv2d(16, 32, 4, 2, 1),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(32 * s4 * s4, 2 * z_dim),
+        )
         self.dec_in = nn.Linear(z_dim, 32 * s4 * s4)
-        self.dec = nn.Sequential(nn.ReLU(), nn.ConvTranspose2d(32, 16, 4, 2, 1), nn.ReLU(),
-                                 nn.ConvTranspose2d(16, channels, 4, 2, 1), nn.Tanh())
+        self.dec = nn.Sequential(
+            nn.ReLU(),
+            nn.ConvTranspose2d(32, 16, 4, 2, 1),
+            nn.ReLU(),
+            nn.ConvTranspose2d(16, channels, 4, 2, 1),
+            nn.Tanh(),
+        )
 
     def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         mu, logvar = self.enc(x).chunk(2, dim=1)
@@ -203,8 +249,12 @@ class _ConvVAE(nn.Module):
 
 
 def _check_fit_args(x: object, n_steps: int, batch_size: int, lr: float) -> tuple[np.ndarray, int, int, float]:
-    return (check_images(x, "x"), positive_int(n_steps, "n_steps"), positive_int(batch_size, "batch_size"),
-            finite_number(lr, "lr", lo=0.0, lo_open=True))
+    return (
+        check_images(x, "x"),
+        positive_int(n_steps, "n_steps"),
+        positive_int(batch_size, "batch_size"),
+        finite_number(lr, "lr", lo=0.0, lo_open=True),
+    )
 
 
 class VAEGenerator:
@@ -214,8 +264,9 @@ class VAEGenerator:
         self.size, self.channels, self.z_dim, self.beta = size, channels, z_dim, beta
         self.net = _ConvVAE(size, channels, z_dim, variational=True)
 
-    def fit(self, x: np.ndarray, rng: np.random.Generator, n_steps: int = 800, batch_size: int = 64,
-            lr: float = 2e-3) -> VAEGenerator:
+    def fit(
+        self, x: np.ndarray, rng: np.random.Generator, n_steps: int = 800, batch_size: int = 64, lr: float = 2e-3
+    ) -> VAEGenerator:
         x, n_steps, batch_size, lr = _check_fit_args(x, n_steps, batch_size, lr)
         g, data = torch_generator(rng), to_tensor(x)
         opt = torch.optim.Adam(self.net.parameters(), lr=lr)
@@ -251,8 +302,9 @@ class AEReconstructor:
         self.net = _ConvVAE(size, channels, z_dim, variational=False)
         self.sources: np.ndarray | None = None
 
-    def fit(self, x: np.ndarray, rng: np.random.Generator, n_steps: int = 800, batch_size: int = 64,
-            lr: float = 2e-3) -> AEReconstructor:
+    def fit(
+        self, x: np.ndarray, rng: np.random.Generator, n_steps: int = 800, batch_size: int = 64, lr: float = 2e-3
+    ) -> AEReconstructor:
         x, n_steps, batch_size, lr = _check_fit_args(x, n_steps, batch_size, lr)
         data = to_tensor(x)
         opt = torch.optim.Adam(self.net.parameters(), lr=lr)
@@ -287,8 +339,13 @@ class _DCGenerator(nn.Module):
         super().__init__()
         self.s4 = size // 4
         self.fc = nn.Linear(z_dim, 64 * self.s4 * self.s4)
-        self.net = nn.Sequential(nn.ReLU(), nn.ConvTranspose2d(64, 32, 4, 2, 1), nn.ReLU(),
-                                 nn.ConvTranspose2d(32, channels, 4, 2, 1), nn.Tanh())
+        self.net = nn.Sequential(
+            nn.ReLU(),
+            nn.ConvTranspose2d(64, 32, 4, 2, 1),
+            nn.ReLU(),
+            nn.ConvTranspose2d(32, channels, 4, 2, 1),
+            nn.Tanh(),
+        )
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         return self.net(self.fc(z).view(len(z), 64, self.s4, self.s4))
@@ -301,11 +358,18 @@ class DCGANGenerator:
         self.size, self.channels, self.z_dim = size, channels, z_dim
         self.gen = _DCGenerator(size, channels, z_dim)
         s4 = size // 4
-        self.disc = nn.Sequential(nn.Conv2d(channels, 32, 4, 2, 1), nn.LeakyReLU(0.2), nn.Conv2d(32, 64, 4, 2, 1),
-                                  nn.LeakyReLU(0.2), nn.Flatten(), nn.Linear(64 * s4 * s4, 1))
+        self.disc = nn.Sequential(
+            nn.Conv2d(channels, 32, 4, 2, 1),
+            nn.LeakyReLU(0.2),
+            nn.Conv2d(32, 64, 4, 2, 1),
+            nn.LeakyReLU(0.2),
+            nn.Flatten(),
+            nn.Linear(64 * s4 * s4, 1),
+        )
 
-    def fit(self, x: np.ndarray, rng: np.random.Generator, n_steps: int = 800, batch_size: int = 64,
-            lr: float = 2e-4) -> DCGANGenerator:
+    def fit(
+        self, x: np.ndarray, rng: np.random.Generator, n_steps: int = 800, batch_size: int = 64, lr: float = 2e-4
+    ) -> DCGANGenerator:
         x, n_steps, batch_size, lr = _check_fit_args(x, n_steps, batch_size, lr)
         g, data = torch_generator(rng), to_tensor(x)
         opt_g = torch.optim.Adam(self.gen.parameters(), lr=lr, betas=(0.5, 0.999))

@@ -137,8 +137,9 @@ def add_lora(unet: nn.Module, rank: int, rng: np.random.Generator) -> nn.Module:
     rank = positive_int(rank, "rank", maximum=64)
     model = copy.deepcopy(unet)
     with torch.random.fork_rng(devices=[]):  # peft initialises from torch's global RNG: keep it untouched
-        inject_adapter_in_model(LoraConfig(r=rank, lora_alpha=rank, target_modules=LORA_TARGETS,
-                                           lora_dropout=0.0), model)
+        inject_adapter_in_model(
+            LoraConfig(r=rank, lora_alpha=rank, target_modules=LORA_TARGETS, lora_dropout=0.0), model
+        )
     for p in model.parameters():
         p.requires_grad_(False)
     g = torch_generator(rng)
@@ -214,8 +215,9 @@ def _check_pair(generator: object, detector: object) -> None:
         raise TypeError(f"detector: expected a Detector, got {type(detector).__name__}")
 
 
-def probe_generator(generator: DiffusionGenerator, detector: Detector, cfg: ProbeConfig,
-                    rng: np.random.Generator) -> ProbeResult:
+def probe_generator(
+    generator: DiffusionGenerator, detector: Detector, cfg: ProbeConfig, rng: np.random.Generator
+) -> ProbeResult:
     """Stage 1 of PROBE: steer LoRA adapters on the seen DDPM against the frozen detector; fill the buffer.
 
     Parameters
@@ -254,8 +256,9 @@ def probe_generator(generator: DiffusionGenerator, detector: Detector, cfg: Prob
                 if cfg.prec == "pixel":
                     l_prec = (x0 - x0_base).pow(2).sum((1, 2, 3)).mean()
                 else:
-                    l_prec = sum((m.get_delta_weight("default").pow(2).sum() for m in _lora_layers(lora)),
-                                 torch.zeros(()))
+                    l_prec = sum(
+                        (m.get_delta_weight("default").pow(2).sum() for m in _lora_layers(lora)), torch.zeros(())
+                    )
                 loss = l_probe + cfg.lam * l_prec
                 opt.zero_grad()
                 loss.backward()
@@ -263,8 +266,15 @@ def probe_generator(generator: DiffusionGenerator, detector: Detector, cfg: Prob
                 with torch.no_grad():  # proximal step of lam * mu * ||B||^2
                     for b in b_factors:
                         b.mul_(shrink)
-                hist.append({"restart": restart, "update": u, "l_probe": l_probe.item(), "l_prec": float(l_prec.item()),
-                             "p_fake": torch.sigmoid(logit).mean().item()})
+                hist.append(
+                    {
+                        "restart": restart,
+                        "update": u,
+                        "l_probe": l_probe.item(),
+                        "l_prec": float(l_prec.item()),
+                        "p_fake": torch.sigmoid(logit).mean().item(),
+                    }
+                )
                 if u % cfg.dump_every == 0:
                     x_d = generator.noise(cfg.n_dump, r_dump)
                     buf.append(generator.sample_from(x_d, lora))
@@ -274,8 +284,15 @@ def probe_generator(generator: DiffusionGenerator, detector: Detector, cfg: Prob
     return ProbeResult(np.concatenate(buf), np.concatenate(base), np.concatenate(noise), norms, hist)
 
 
-def refine_detector(detector: Detector, real: np.ndarray, fakes: np.ndarray, buffer: np.ndarray | None,
-                    cfg: RefineConfig, rng: np.random.Generator, augment: Any = None) -> Detector:
+def refine_detector(
+    detector: Detector,
+    real: np.ndarray,
+    fakes: np.ndarray,
+    buffer: np.ndarray | None,
+    cfg: RefineConfig,
+    rng: np.random.Generator,
+    augment: Any = None,
+) -> Detector:
     """Stage 2: a fine-tuned copy of ``detector`` on real (0) vs seen fakes + buffer (1), class-balanced.
 
     ``buffer=None`` fine-tunes on real vs seen fakes only (with ``augment``, control B3). The input
