@@ -263,42 +263,27 @@ def _view_figure(model: CoGeoAD, prep: Prepared) -> Any:
     return fig
 
 
+#: Presets shared by zero_shot and view_attention (the same training; view_attention evaluates few-view defects).
+_ZS_SMOKE = ZeroShotConfig(
+    n_seeds=1, n_points=600, image_size=32, view_set="small", n_aux_categories=1, n_test_categories=1,
+    n_aux_normal=1, n_aux_defective=2, n_test_normal=2, pretrain_objects=1, pretrain_steps=2, width=16, depth=2,
+    n_steps=2, batch_size=2,
+)
+_ZS_FULL = ZeroShotConfig(
+    n_points=3000, n_aux_normal=8, n_aux_defective=16, n_test_normal=12, n_test_defective=16, pretrain_objects=8,
+    pretrain_steps=400, width=96, depth=6, n_steps=200,
+)
+
+
 @experiment(
     "cogeoad.zero_shot",
     claim="Trained on 3 auxiliary categories, CoGeoAD detects defects of 5 unseen categories; colour and "
     "geometry are complementary (each single stream is blind to the other family, the max-fusion sees both "
     "and beats both on the mixed test set), and multi-layer MS-CGF beats the last layer on AUPRO.",
     presets={
-        "smoke": ZeroShotConfig(
-            n_seeds=1,
-            n_points=600,
-            image_size=32,
-            view_set="small",
-            n_aux_categories=1,
-            n_test_categories=1,
-            n_aux_normal=1,
-            n_aux_defective=2,
-            n_test_normal=2,
-            pretrain_objects=1,
-            pretrain_steps=2,
-            width=16,
-            depth=2,
-            n_steps=2,
-            batch_size=2,
-        ),
+        "smoke": _ZS_SMOKE,
         "quick": ZeroShotConfig(),
-        "full": ZeroShotConfig(
-            n_points=3000,
-            n_aux_normal=8,
-            n_aux_defective=16,
-            n_test_normal=12,
-            n_test_defective=16,
-            pretrain_objects=8,
-            pretrain_steps=400,
-            width=96,
-            depth=6,
-            n_steps=200,
-        ),
+        "full": _ZS_FULL,
     },
 )
 def zero_shot(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
@@ -452,36 +437,9 @@ def few_view_objects(
     "(mean max alpha <= 0.5) and is at least as good as uniform view averaging when each defect is visible "
     "from at most a third of the views.",
     presets={
-        "smoke": ZeroShotConfig(
-            n_seeds=1,
-            n_points=600,
-            image_size=32,
-            view_set="small",
-            n_aux_categories=1,
-            n_test_categories=1,
-            n_aux_normal=1,
-            n_aux_defective=2,
-            n_test_normal=2,
-            pretrain_objects=1,
-            pretrain_steps=2,
-            width=16,
-            depth=2,
-            n_steps=2,
-            batch_size=2,
-        ),
+        "smoke": _ZS_SMOKE,
         "quick": ZeroShotConfig(),
-        "full": ZeroShotConfig(
-            n_points=3000,
-            n_aux_normal=8,
-            n_aux_defective=16,
-            n_test_normal=12,
-            n_test_defective=16,
-            pretrain_objects=8,
-            pretrain_steps=400,
-            width=96,
-            depth=6,
-            n_steps=200,
-        ),
+        "full": _ZS_FULL,
     },
 )
 def view_attention(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
