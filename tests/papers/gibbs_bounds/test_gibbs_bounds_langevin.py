@@ -132,7 +132,7 @@ def test_mnist1d_full_run_claims() -> None:
     m = out.metrics
     assert m["random_train01_at_max_beta"] <= 0.1
     assert m["random_max_abs_test01_minus_half"] <= 4 / (2 * 4000**0.5)  # 4 sd of a 4000-label estimate
-    assert m["random_min_calibrated_bound"] >= 0.5
+    assert m["random_min_calibrated_bound"] >= 0.5 - 1e-6  # the calibration target (reported, not a check)
     assert m["true_min_cal_bound_minus_test01"] >= 0
     assert np.isfinite(m["true_min_bound_lam1"])  # the uncalibrated bound is reported alongside
     if m["true_min_calibrated_bound"] >= 0.5:

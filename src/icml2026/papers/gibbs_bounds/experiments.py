@@ -472,12 +472,8 @@ def langevin_bounds(cfg: LangevinBoundsConfig, rng: np.random.Generator) -> Outc
             f"<= {tol_half:.4f}",
             paper="test error 0.5",
         ),
-        Check(
-            "random_min_calibrated_bound",
-            metrics["random_min_calibrated_bound"],
-            ">= 0.5",
-            paper=">= 0.5 (by construction)",
-        ),
+        # random_min_calibrated_bound is reported, not checked: lambda is calibrated so that this curve's minimum
+        # is 0.5, so ">= 0.5" held by construction and its verdict was decided by the solver's last bits (0.500).
         Check("lam_inside_range", lam, f"< {cfg.lam_range[1]}"),
         Check("true_min_calibrated_bound", metrics["true_min_calibrated_bound"], "< 0.5", paper="non-trivial"),
         Check(

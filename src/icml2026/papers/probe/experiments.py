@@ -199,6 +199,15 @@ def _crop_grid(rows: dict[str, np.ndarray], n_cols: int = 8) -> Any:
     return fig
 
 
+def _lower_bound(vals: list[float]) -> float:
+    """mean - 2 standard errors (sample SD / sqrt(n)); with one value, that value minus nothing is not a bound,
+    so -inf (the check then fails: one sub-seed cannot demonstrate a gain)."""
+    a = np.asarray(vals, float)
+    if a.size < 2:
+        return float("-inf")
+    return float(a.mean() - 2.0 * a.std(ddof=1) / np.sqrt(a.size))
+
+
 def _agg(vals: list[float]) -> tuple[float, float, float, float]:
     a = np.asarray(vals, float)
     return float(a.mean()), float(a.std()), float(a.min()), float(a.max())
@@ -312,6 +321,8 @@ def headline(cfg: HeadlineConfig, rng: np.random.Generator) -> Outcome:
     metrics: dict[str, float] = {}
     for k, v in per.items():
         metrics[k], metrics[f"{k}_std"], metrics[f"{k}_min"], metrics[f"{k}_max"] = _agg(v)
+    for k in ("probe_minus_b0", "probe_minus_b1"):
+        metrics[f"{k}_lower"] = _lower_bound(per[k])
     checks = [
         # fails if the critic does not steer (e.g. lam huge, lora_lr tiny): the buffer stays "fake" (~0.9+)
         Check(
@@ -324,15 +335,21 @@ def headline(cfg: HeadlineConfig, rng: np.random.Generator) -> Outcome:
         Check("frozen_acc_on_standard_seen", metrics["frozen_acc_standard"], ">= 0.9"),
         # fails without L_prec (lam = 0, strong lr): adversarial textures drift off the manifold
         Check("buffer_realism_ratio", metrics["fd_ratio_PROBE"], "<= 1.5"),
-        # fails if retraining on the buffer does not transfer to the unseen families
+        # fails if retraining on the buffer does not transfer to the unseen families. The gains are checked on
+        # their lower bound, mean - 2 standard errors over the sub-seeds: the point means flipped around the
+        # targets between run seeds (per sub-seed the gain over B0 ranged -0.06..+0.14), so a mean verdict
+        # followed the seed; with the bound the claim must be demonstrated, not drawn.
         Check(
-            "unseen_bacc_probe_minus_b0",
-            metrics["probe_minus_b0"],
+            "unseen_bacc_probe_minus_b0_lower",
+            metrics["probe_minus_b0_lower"],
             ">= 0.05",
             paper="+14.6 points avg bAcc (ResNet-50, 63.5 -> 78.1)",
         ),
         Check(
-            "unseen_bacc_probe_minus_b1", metrics["probe_minus_b1"], ">= 0.03", paper="data scale alone is insufficient"
+            "unseen_bacc_probe_minus_b1_lower",
+            metrics["probe_minus_b1_lower"],
+            ">= 0.03",
+            paper="data scale alone is insufficient",
         ),
         Check("seen_bacc_drop", metrics["seen_drop"], "<= 0.02"),
     ]
