@@ -123,7 +123,10 @@ def test_nonsense_is_refused_with_one_line_or_accepted(name: str) -> None:
     assert not problems, "\n".join(problems)
 
 
-def _nonsense_runs(name: str, tmp_path: Path, every: bool) -> None:
+def _nonsense_runs(name: str, tmp_path: Path, every: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Run in a scratch folder: a path-valued field (a checkpoint folder) set to "1000000000" is a valid relative
+    # path, and must not leave a folder in the checkout.
+    monkeypatch.chdir(tmp_path)
     accepted, _ = _accepted_nonsense(name)
     if not every:
         accepted = sorted(accepted, key=lambda kv: PRIORITY.index(kv[1]))[:1]
@@ -139,15 +142,17 @@ def _nonsense_runs(name: str, tmp_path: Path, every: bool) -> None:
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("name", NAMES)
-def test_most_extreme_accepted_nonsense_runs_to_a_verdict(name: str, tmp_path: Path) -> None:
-    _nonsense_runs(name, tmp_path, every=False)
+def test_most_extreme_accepted_nonsense_runs_to_a_verdict(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _nonsense_runs(name, tmp_path, every=False, monkeypatch=monkeypatch)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
 @pytest.mark.parametrize("name", NAMES)
-def test_every_accepted_nonsense_runs_to_a_verdict(name: str, tmp_path: Path) -> None:
-    _nonsense_runs(name, tmp_path, every=True)
+def test_every_accepted_nonsense_runs_to_a_verdict(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _nonsense_runs(name, tmp_path, every=True, monkeypatch=monkeypatch)
 
 
 @pytest.mark.timeout(600)
