@@ -15,10 +15,12 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 
 install: $(STAMP)
 
-# System packages the tests need: iverilog simulates the circuits exported by dwc; chromium opens the HTML
+# System packages the tests need: iverilog simulates the circuits exported by dwc and yosys counts their LUTs;
+# chromium opens the HTML
 # report in the browser test. A failed install warns (the tests that need the tool then skip, saying why).
 system-deps:
 	@missing=""; command -v iverilog >/dev/null || missing="$$missing iverilog"; \
+	  command -v yosys >/dev/null || missing="$$missing yosys"; \
 	  command -v chromium >/dev/null || missing="$$missing chromium"; \
 	  if [ -n "$$missing" ]; then echo "installing$$missing (apt-get)"; \
 	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
