@@ -502,7 +502,9 @@ def ablations(cfg: AblationConfig, rng: np.random.Generator) -> Outcome:
     checks = [Check("guard_best_variant_success", best, f">= {MIN_LEARNED_SUCCESS}",
                     paper="(guard; paper's FrozenLake success 87.94%)")]
     if best >= MIN_LEARNED_SUCCESS:
-        checks.append(Check("cosine_minus_fixed_success", d_sched, ">= 0", paper="FrozenLake cosine 87.94 vs fixed 82.37"))
+        checks.append(
+            Check("cosine_minus_fixed_success", d_sched, ">= 0", paper="FrozenLake cosine 87.94 vs fixed 82.37")
+        )
     if "w_1" in evs and "w_4" in evs:
         d_w = evs["w_4"].success_deep - evs["w_1"].success_deep
         metrics["w4_minus_w1_success_deep"] = d_w
