@@ -540,19 +540,25 @@ def adaptive_cot(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
         metrics[f"{v}_ds_long_tail_ci_lo"], metrics[f"{v}_ds_long_tail_ci_hi"] = lo, hi
     gap = 100 * (metrics["F_ds_long_tail"] - metrics["E_ds_long_tail"])
     metrics["F_minus_E_ds_long_tail_points"] = gap
-    checks = [
-        # fails if F reasons at length on easy scenes (e.g. trained with cot_mode='long')
-        Check("token_ratio_F_over_E", ratio, "<= 0.35", paper="reasoning cost proportional to difficulty (no number)"),
-        Check("F_minus_E_ds_long_tail_points", gap, ">= -2"),
-        # the ratio above is only meaningful if F does reason at length on hard scenes: fails when F
-        # collapses to 'easy' everywhere (then its ratio is 0.25 for free)
-        Check(
-            "F_long_reasoning_on_complex_val_frames",
-            metrics["F_long_on_complex"],
-            ">= 0.5",
-            paper=None,
-        ),
-    ]
+    # The guard comes first: F must reason at length on hard scenes (fails when F collapses to 'easy'
+    # everywhere). The token ratio and the long-tail DS comparison are evidence of an adaptive CoT only then:
+    # a collapsed F has the ratio 0.25 for free, and the DS gap rests on about one long-tail episode per
+    # sub-seed (-0.07 / +22 / +22 points over three seeds), so below the guard both are reported as metrics.
+    guard = Check(
+        "F_long_reasoning_on_complex_val_frames",
+        metrics["F_long_on_complex"],
+        ">= 0.5",
+        paper=None,
+    )
+    checks = [guard]
+    if guard.passed:
+        checks += [
+            # fails if F reasons at length on easy scenes (e.g. trained with cot_mode='long')
+            Check(
+                "token_ratio_F_over_E", ratio, "<= 0.35", paper="reasoning cost proportional to difficulty (no number)"
+            ),
+            Check("F_minus_E_ds_long_tail_points", gap, ">= -2"),
+        ]
     fig, ax = new_figure("Reasoning tokens per closed-loop step (mean over seeds)", "variant", "tokens / step")
     ax.bar(
         [0, 1],
