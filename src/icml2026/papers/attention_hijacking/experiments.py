@@ -241,15 +241,7 @@ def anchor(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig()},
 )
 def noise(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
-    m, rows = _attack_grid(cfg, rng, "cf")
-    checks = [
-        Check("ah_asr", m["ah_asr"], ">= 0.90", paper="robust where baselines fail (no number)"),
-        _validity_check(m),
-        Check("ah_cta_minus_clean_dd", m["ah_cta_gain"], ">= -0.03", paper="no utility collapse"),
-        *_mechanism_checks(m),
-    ]
-    return Outcome(metrics=m, checks=checks, figures={"cta_asr": _bars(m, "Noise trigger 'cf' (RT test)")},
-                   tables={"per_seed": rows})
+    return _robust_trigger(cfg, rng, "cf", "Noise trigger 'cf' (RT test)")
 
 
 @experiment(
@@ -260,15 +252,19 @@ def noise(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig()},
 )
 def functional(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
-    m, rows = _attack_grid(cfg, rng, "also")
+    return _robust_trigger(cfg, rng, "also", "Functional trigger 'also' (RT test)")
+
+
+def _robust_trigger(cfg: AHConfig, rng: np.random.Generator, trigger: str, title: str) -> Outcome:
+    """The noise and functional triggers' shared criterion: ASR >= 90 % at CTA >= clean DD - 3 points."""
+    m, rows = _attack_grid(cfg, rng, trigger)
     checks = [
         Check("ah_asr", m["ah_asr"], ">= 0.90", paper="robust where baselines fail (no number)"),
         _validity_check(m),
         Check("ah_cta_minus_clean_dd", m["ah_cta_gain"], ">= -0.03", paper="no utility collapse"),
         *_mechanism_checks(m),
     ]
-    return Outcome(metrics=m, checks=checks, figures={"cta_asr": _bars(m, "Functional trigger 'also' (RT test)")},
-                   tables={"per_seed": rows})
+    return Outcome(metrics=m, checks=checks, figures={"cta_asr": _bars(m, title)}, tables={"per_seed": rows})
 
 
 @config

@@ -89,8 +89,11 @@ class Strategy:
         return Structure([np.arange(n_clients) for _ in range(n_layers)])
 
     def build(self, B_per_layer: Sequence[np.ndarray]) -> Structure:
-        """Structure after warm-up from the uploaded B's (list over layers of (N, ...) arrays)."""
-        raise NotImplementedError
+        """Structure after warm-up from the uploaded B's (list over layers of (N, ...) arrays).
+
+        The base strategy's structure is fixed: the same as :meth:`initial` for these clients and layers.
+        Strategies that cluster (FedTreeLoRA, FedLEASEFlat) override this."""
+        return self.initial(len(B_per_layer[0]), len(B_per_layer))
 
 
 def _check_clients_layers(n_clients: int, n_layers: int) -> None:
