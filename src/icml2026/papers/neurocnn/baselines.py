@@ -5,7 +5,8 @@
   and linearly interpolates a new-rate input back to the training rate first (the paper's second protocol).
 * :class:`FNOClassifier` -- ``neuraloperator``'s 1-D ``FNO`` (grid positional embedding) followed by the
   *same* Fourier projection pooling and attention head as NeurOCNN.
-* :func:`ckconv_model` -- NeurOCNN with CKConv-style SIREN kernels instead of splines.
+* :func:`ckconv_model` -- NeurOCNN's backbone and head with CKConv kernels (weight-normalised SIREN
+  KernelNet) instead of splines.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ class ResampleBack(nn.Module):
 
 
 class FNOClassifier(nn.Module):
-    """neuraloperator ``FNO`` (1-D, grid embedding) -> GroupNorm -> Fourier projection pooling -> head.
+    """neuraloperator ``FNO`` (1-D, grid embedding) -> Fourier projection pooling -> head (as released).
 
     Parameters
     ----------
@@ -143,7 +144,6 @@ class FNOClassifier(nn.Module):
                 n_layers=n_layers,
                 positional_embedding="grid",
             )
-            self.norm = nn.GroupNorm(1, d)
             self.pool = FourierProjectionPool(pool_modes, segment_s)
             self.head = TokenHead(d, n_classes, n_heads, n_head_layers, dropout)
 
@@ -157,8 +157,7 @@ class FNOClassifier(nn.Module):
                 f"a signal of {x.shape[-1]} samples has fewer Fourier modes than the FNO keeps "
                 f"({self.n_modes})"
             )
-        h = self.norm(self.fno(x))
-        return self.head(self.pool(h, fs))
+        return self.head(self.pool(self.fno(x), fs))
 
 
 def ckconv_model(

@@ -303,6 +303,7 @@ class SplineConv1d(ContinuousConv1d):
     duration_s : D, kernel support in seconds (paper: 0.5).
     spacing : ``"exact"`` (taps 1/fs apart) or ``"released"`` (the released code's linspace taps).
     stride_s : stride in seconds (None = 1 sample).
+    bias : add a learned bias per output channel (off, as in the released layer).
     generator : torch.Generator for the N(0, 1) initialisation of the control values.
 
     Attributes
@@ -319,7 +320,7 @@ class SplineConv1d(ContinuousConv1d):
         duration_s: float = 0.5,
         spacing: Spacing = "exact",
         stride_s: float | None = None,
-        bias: bool = True,
+        bias: bool = False,
         method: ConvMethod = "auto",
         generator: torch.Generator | None = None,
     ) -> None:
@@ -368,12 +369,14 @@ class _Sine(nn.Module):
 
 
 class SirenConv1d(ContinuousConv1d):
-    """CKConv-style continuous kernel: a SIREN MLP ``u -> hidden -> hidden -> C_out * C_in`` (baseline).
+    """CKConv continuous kernel (the KernelNet of the CKConv reference code, as the released NeurOCNN uses it).
 
-    First activation ``sin(omega_0 * .)`` with ``omega_0 = 30``, then ``sin``; SIREN initialisation (first
-    layer U(-1, 1), later layers U(-sqrt(6/h), sqrt(6/h)), which is SIREN's bound with omega_0 folded in).
-    The output layer uses the same bound so that initial kernels are O(1) like the spline's N(0, 1)
-    control values. The kernel is 0 outside |u| <= 0.5, as for the spline layer.
+    A SIREN MLP ``r -> hidden -> hidden -> C_out * C_in`` of the relative position ``r in [-1, 1]`` (``r = 2u``,
+    ``u = s / D`` the kernel-normalised lag), each linear layer weight-normalised, ``sin(omega_0 * .)`` after
+    both hidden layers (``omega_0 = 30``). SIREN initialisation: first layer U(-1, 1), later layers
+    U(-sqrt(6/h)/omega_0, sqrt(6/h)/omega_0), every bias U(-1, 1); the weight-norm gain starts at the norm of
+    the initial weight, so the layer starts at exactly that init. The kernel is 0 outside ``|u| <= 0.5``, as
+    for the spline layer. The output bias is a parameter per output channel (CKConv has one), starting at 0.
     """
 
     def __init__(
@@ -392,27 +395,27 @@ class SirenConv1d(ContinuousConv1d):
         super().__init__(in_channels, out_channels, duration_s, spacing, stride_s, bias, method)
         self.hidden = hidden
         self.omega_0 = omega_0
-        self.net = nn.Sequential(
-            nn.Linear(1, hidden),
-            _Sine(omega_0),
-            nn.Linear(hidden, hidden),
-            _Sine(1.0),
-            nn.Linear(hidden, out_channels * in_channels),
-        )
+        layers = [nn.Linear(1, hidden), nn.Linear(hidden, hidden), nn.Linear(hidden, out_channels * in_channels)]
         with torch.no_grad():
-            lin = [m for m in self.net if isinstance(m, nn.Linear)]
-            lin[0].weight.uniform_(-1.0, 1.0, generator=generator)  # U(-1/fan_in, 1/fan_in), fan_in = 1
-            lin[0].bias.uniform_(-1.0, 1.0, generator=generator)
-            # the hidden sine has frequency 1 here, so SIREN's sqrt(6/h)/omega_0 bound times omega_0
-            for layer in lin[1:]:
-                bound = math.sqrt(6.0 / layer.in_features)
+            # Deviation: the reference code writes this init into the weight-normalised layers' computed
+            # `weight`, which PyTorch recomputes from (g, v) at the first forward, so there only its bias init
+            # takes effect; we initialise v itself (and g = |v|), i.e. the SIREN init the CKConv paper states.
+            layers[0].weight.uniform_(-1.0, 1.0, generator=generator)  # U(-1/fan_in, 1/fan_in), fan_in = 1
+            for layer in layers[1:]:
+                bound = math.sqrt(6.0 / layer.in_features) / omega_0
                 layer.weight.uniform_(-bound, bound, generator=generator)
-                layer.bias.zero_()
+            for layer in layers:
+                layer.bias.uniform_(-1.0, 1.0, generator=generator)
+        wn = nn.utils.parametrizations.weight_norm
+        self.net = nn.Sequential(
+            wn(layers[0]), _Sine(omega_0), wn(layers[1]), _Sine(omega_0), wn(layers[2])
+        )
 
     def kernel(self, fs: float) -> torch.Tensor:
         """Kernel from the SIREN at the tap positions: (C_out, C_in, L_k)."""
         u = torch.as_tensor(tap_positions(self.duration_s, fs, self.spacing), dtype=torch.float32)
-        u = u.to(self.net[0].weight.device)  # type: ignore[arg-type]  # nn.Module attribute typing
-        w = self.net(u[:, None])  # (L, C_out * C_in)
+        u = u.to(self.net[0].bias.device)  # type: ignore[arg-type]  # nn.Module attribute typing
+        # CKConv's relative positions span [-1, 1] over the kernel: r = 2u
+        w = self.net(2.0 * u[:, None])  # (L, C_out * C_in)
         w = w * (u.abs() <= 0.5 + 1e-9).to(w.dtype)[:, None]
         return w.T.reshape(self.out_channels, self.in_channels, -1)

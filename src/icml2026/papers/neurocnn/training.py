@@ -1,7 +1,9 @@
 """Training and zero-shot evaluation across sampling rates (the released code's protocol, CPU-scale).
 
-AdamW, cross-entropy, a fixed number of epochs with the best-validation checkpoint kept; evaluation at
-each test rate with its own batches (one rate per batch).
+AdamW, cross-entropy, the best-validation checkpoint kept; evaluation at each test rate with its own
+batches (one rate per batch). The released code trains a fixed number of epochs (40); with ``patience`` set,
+training stops once the validation accuracy has not improved for ``patience`` epochs (``epochs`` is then the
+cap), so that every model is compared at its plateau rather than at an arbitrary epoch.
 """
 
 from __future__ import annotations
@@ -24,11 +26,23 @@ __all__ = ["TrainResult", "train_classifier", "predict", "accuracy", "macro_f1"]
 
 @dataclass
 class TrainResult:
-    """Outcome of :func:`train_classifier`: the per-epoch history and the chosen epoch."""
+    """Outcome of :func:`train_classifier`: the per-epoch history and the chosen epoch.
+
+    ``best_epoch`` is 0-based (the checkpoint kept); ``len(val_accuracy)`` epochs were run, ``max_epochs`` was
+    the cap and ``stopped_early`` says whether the patience rule fired (``patience`` epochs without a higher
+    validation accuracy: a plateau), which ends training at or before the cap.
+    """
 
     train_loss: list[float]
     val_accuracy: list[float]
     best_epoch: int
+    max_epochs: int = 0
+    stopped_early: bool = False
+
+    @property
+    def n_epochs(self) -> int:
+        """Epochs actually run."""
+        return len(self.val_accuracy)
 
 
 def accuracy(y_true: np.ndarray, y_pred: np.ndarray) -> float:
@@ -89,8 +103,9 @@ def train_classifier(
     lr: float = 1e-3,
     weight_decay: float = 1e-2,
     progress: str | None = None,
+    patience: int | None = None,
 ) -> TrainResult:
-    """AdamW + cross-entropy for ``epochs`` epochs at rate ``fs``; keeps the best-validation weights.
+    """AdamW + cross-entropy at rate ``fs`` for at most ``epochs`` epochs; keeps the best-validation weights.
 
     Parameters
     ----------
@@ -99,6 +114,8 @@ def train_classifier(
     x_val, y_val : validation set at ``fs``.
     generator : torch.Generator for shuffling and dropout (the global RNG is forked and restored).
     progress : if given, the label of a per-epoch progress bar.
+    patience : stop after this many epochs without a higher validation accuracy (None: run all ``epochs``,
+        as the released code does).
 
     Returns
     -------
@@ -108,6 +125,8 @@ def train_classifier(
         raise ValueError(f"epochs must be at least 1, got {epochs}")
     check_fs(fs)
     batch_size = positive_int(batch_size, "batch_size")
+    if patience is not None:
+        patience = positive_int(patience, "patience")
     lr = finite_number(lr, "lr", lo=0.0, lo_open=True)
     weight_decay = finite_number(weight_decay, "weight_decay", lo=0.0)
     if not isinstance(generator, torch.Generator):
@@ -130,6 +149,7 @@ def train_classifier(
     # add a non-tensor "_metadata" entry to their state_dict that their load_state_dict then rejects.
     tensors = [*model.parameters(), *model.buffers()]
     best = (-1.0, 0, [t.detach().clone() for t in tensors])
+    stopped_early = False
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator).item()))  # dropout stream
         epoch_iter: Iterable[int] = range(epochs)
@@ -152,11 +172,17 @@ def train_classifier(
             val_acc.append(acc)
             if acc > best[0]:
                 best = (acc, epoch, [t.detach().clone() for t in tensors])
+            elif patience is not None and epoch - best[1] >= patience:
+                stopped_early = True
+                break
     with torch.no_grad():
         for t, saved in zip(tensors, best[2], strict=True):
             t.copy_(saved)
     model.eval()
-    return TrainResult(train_loss=losses, val_accuracy=val_acc, best_epoch=best[1])
+    return TrainResult(
+        train_loss=losses, val_accuracy=val_acc, best_epoch=best[1], max_epochs=int(epochs),
+        stopped_early=stopped_early,
+    )
 
 
 def _as_signals(x: np.ndarray | torch.Tensor, name: str) -> torch.Tensor:
