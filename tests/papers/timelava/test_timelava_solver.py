@@ -101,3 +101,22 @@ def test_solver_rejects_bad_arguments():
         sinkhorn_log_unbalanced(np.array([[0.0, np.nan]]))
     with pytest.warns(RuntimeWarning, match="max_iter"):
         sinkhorn_log_unbalanced(d, max_iter=2)
+
+
+@pytest.mark.parametrize("seed,kappa,eps", [(0, 2.0, 0.01), (3, 1.0, 0.05)])
+def test_sensitivity_is_kappa_times_missing_row_mass(seed, kappa, eps):
+    # Why the KL relaxation bounds the values (issue 32): at the fixed point of Eq. (5) the first-order
+    # condition gives f_i = -kappa log((T 1)_i / a_i), so phi_i = psi_kappa(f_i) = kappa (1 - (T 1)_i / a_i):
+    # phi_i <= kappa whatever the reference, whereas for balanced OT (kappa -> inf) phi_i = f_i is unbounded.
+    d = _cost(15, 11, seed, scale=3.0)
+    n = d.shape[0]
+    a = np.full(n, 1 / n)
+    res = sinkhorn_log_unbalanced(d, kappa, eps, tol=1e-14)
+    row_mass = transport_plan(d, res.f, res.g, eps).sum(axis=1)
+    _, phi = calibrated_values(res.f, kappa)
+    np.testing.assert_allclose(phi, kappa * (1 - row_mass / a), rtol=0, atol=1e-9 * kappa)
+    assert np.all(phi <= kappa)
+    # fails away from the fixed point: a solve stopped after 3 sweeps violates the identity
+    rough = sinkhorn_log_unbalanced(d, kappa, eps, tol=1e-14, max_iter=3)
+    rough_mass = transport_plan(d, rough.f, rough.g, eps).sum(axis=1)
+    assert np.max(np.abs(calibrated_values(rough.f, kappa)[1] - kappa * (1 - rough_mass / a))) > 1e-4

@@ -17,6 +17,7 @@ import numpy as np
 
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
+from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
 from icml2026.core.validate import finite_number
@@ -236,8 +237,10 @@ class LangevinBoundsConfig:
         "(a chain out of equilibrium); 'all': every beta",
     )
     checkpoint_dir: str | None = None  # if set: per-beta checkpoints and CSVs are written there
+    device: str = param("cpu", help="torch device of the chains: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
 
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         _check_grid_from_zero("betas", self.betas)
         if self.dataset == "digits" and self.n_train > _DIGITS_MAX_TRAIN:
             raise ValueError(f"n_train = {self.n_train}: the digits data allow at most {_DIGITS_MAX_TRAIN}")
@@ -339,6 +342,7 @@ def _curves(rows: list[GridRow], cfg: LangevinBoundsConfig, n: int, lam: float) 
 )
 def langevin_bounds(cfg: LangevinBoundsConfig, rng: np.random.Generator) -> Outcome:
     t0 = time.perf_counter()
+    device = resolve_device(cfg.device)  # a device this machine lacks: MissingDependency before any work
     data_rng, label_rng, true_rng, rand_rng = spawn(rng, 4)
     if cfg.dataset == "mnist1d":
         task = mnist1d_binary_task(cfg.n_train, cfg.n_test, data_rng)
@@ -362,6 +366,7 @@ def langevin_bounds(cfg: LangevinBoundsConfig, rng: np.random.Generator) -> Outc
             n_prior_draws=cfg.n_prior_draws,
             checkpoint_dir=None if ckpt is None else ckpt / label,
             description=f"{label} labels",
+            device=device,
         )
 
     try:

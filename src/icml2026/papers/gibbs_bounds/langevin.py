@@ -186,6 +186,7 @@ def run_beta_grid(
     n_prior_draws: int = 1000,
     checkpoint_dir: str | Path | None = None,
     description: str = "SGLD beta grid",
+    device: str | torch.device = "cpu",
 ) -> list[GridRow]:
     """Estimate ``E_{Q_beta}`` of the train/test losses and 0-1 errors on a beta grid (brief, Sampler).
 
@@ -202,6 +203,9 @@ def run_beta_grid(
         rerun with the same data and settings; the finished grid is written to ``chains.csv``. Nothing
         is written when it is None.
     description : label of the progress display.
+    device : torch device of the data and the model (``"cpu"``, ``"cuda"``, ...). Initial weights, prior draws,
+        minibatch permutations and Langevin noise are drawn from the CPU generators and moved there, so the
+        random streams do not depend on the device; on the CPU the results are those of a run without it.
 
     Returns
     -------
@@ -212,10 +216,11 @@ def run_beta_grid(
         raise ValueError(f"betas must start at 0 and be strictly increasing, got {list(betas)}")
     if n_prior_draws < 1:
         raise ValueError(f"n_prior_draws must be >= 1, got {n_prior_draws}")
-    xtr = torch.as_tensor(task.x_train, dtype=torch.float32)
-    ytr = torch.as_tensor(task.y_train, dtype=torch.float32)
-    xte = torch.as_tensor(task.x_test, dtype=torch.float32)
-    yte = torch.as_tensor(task.y_test, dtype=torch.float32)
+    dev = torch.device(device)
+    xtr = torch.as_tensor(task.x_train, dtype=torch.float32, device=dev)
+    ytr = torch.as_tensor(task.y_train, dtype=torch.float32, device=dev)
+    xte = torch.as_tensor(task.x_test, dtype=torch.float32, device=dev)
+    yte = torch.as_tensor(task.y_test, dtype=torch.float32, device=dev)
     n_train = int(xtr.shape[0])
     streams = spawn(rng, b.size)  # one stream per beta, fixed before any chain runs (resumable)
 
@@ -229,6 +234,8 @@ def run_beta_grid(
             "stream_seeds": [s.bit_generator.seed_seq.entropy for s in streams],  # type: ignore[attr-defined]
             "stream_keys": [list(s.bit_generator.seed_seq.spawn_key) for s in streams],  # type: ignore[attr-defined]
         }
+        if dev.type != "cpu":  # CPU checkpoints keep the fingerprint they had before the device option
+            payload["device"] = str(dev)
         fp = _fingerprint(task, payload)
         meta = ckpt / "meta.json"
         if meta.exists():
@@ -248,7 +255,7 @@ def run_beta_grid(
             rows.append(_row_from_json(path.read_text()))
             continue
         gen = torch_generator(streams[k])
-        model = make_mlp(xtr.shape[1], width, n_hidden, gen)
+        model = make_mlp(xtr.shape[1], width, n_hidden, gen).to(dev)
         if k == 0:  # beta = 0: Q_0 is the prior; average over independent prior draws
             acc = np.zeros(4)
             with torch.no_grad():
@@ -261,6 +268,7 @@ def run_beta_grid(
             params = list(model.parameters())
 
             def minibatch_loss(idx: torch.Tensor, model: torch.nn.Module = model) -> torch.Tensor:
+                idx = idx.to(dev)  # the permutation comes from the CPU generator
                 return bounded_bce(_logits(model, xtr[idx]), ytr[idx], l_max).mean()
 
             def evaluate(model: torch.nn.Module = model) -> dict[str, float]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from icml2026.core.config import config, param
+from icml2026.core.progress import track
 
 __all__ = ["SGLDConfig", "ChainResult", "ChainDivergedError", "sgld_update", "sgld_step", "run_sgld_chain"]
 
@@ -108,7 +109,9 @@ def sgld_step(
         for p in params:
             if p.grad is None:
                 raise ValueError("a parameter has no gradient; call backward() before sgld_step")
-            noise = torch.randn(p.shape, generator=generator, dtype=p.dtype)
+            # The noise is drawn from the (CPU) generator and moved to the parameter's device: the same stream
+            # on every device; on the CPU ``.to`` is a no-op (results unchanged bit for bit).
+            noise = torch.randn(p.shape, generator=generator, dtype=p.dtype).to(p.device)
             p.copy_(sgld_update(p, p.grad, noise, lr=lr, beta=beta, prior_std=prior_std))
 
 
@@ -164,10 +167,10 @@ def run_sgld_chain(
 
     # Burn-in: EMA rule of the official code.
     ema = one_step()
-    n_burn = 1
-    while n_burn < cfg.max_burn_in:
+    n_burn = 1  # stays 1 when max_burn_in = 1 (the loop does not run)
+    burn_steps = range(2, cfg.max_burn_in + 1)
+    for n_burn in track(burn_steps, f"SGLD beta = {beta:g}, burn-in", total=len(burn_steps)):
         loss = one_step()
-        n_burn += 1
         increment = cfg.ema_smoothing * (loss - ema)
         ema += increment
         if n_burn >= cfg.min_burn_in and increment >= -cfg.ema_tol:
@@ -177,7 +180,7 @@ def run_sgld_chain(
     n_sample = n_burn
     sums: dict[str, float] = {}
     n_evals = 0
-    for t in range(1, n_sample + 1):
+    for t in track(range(1, n_sample + 1), f"SGLD beta = {beta:g}, sampling", total=n_sample):
         one_step()
         if t % cfg.eval_every == 0 or (t == n_sample and n_evals == 0):
             with torch.no_grad():

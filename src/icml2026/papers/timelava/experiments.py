@@ -131,7 +131,7 @@ def solver_checks(cfg: SolverConfig, rng: np.random.Generator) -> Outcome:
     rows = []
     rhos = []
     fig, ax = new_figure("Segment values across eps", f"value at eps={cfg.eps_ref:g}", "value at other eps")
-    for e in cfg.eps_grid:
+    for e in track(cfg.eps_grid, "eps grid"):
         v = value_segments(x, ref, eps=e).values
         rho_s = float(spearmanr(v, base.values).statistic)
         rhos.append(rho_s)
@@ -530,7 +530,7 @@ def pruning(cfg: PruningConfig, rng: np.random.Generator) -> Outcome:
         "mse_clean_oracle": _ar_fit_mse(x, ~is_bad, cfg.block, cfg.ar_order, cfg.ridge, test),
     }
     rows = []
-    for frac in cfg.prune_fracs:
+    for frac in track(cfg.prune_fracs, "pruned fractions"):
         k = max(1, int(round(frac * n_blocks)))
         keep_low = np.ones(n_blocks, bool)
         keep_low[order[:k]] = False
@@ -669,7 +669,7 @@ def contaminated_reference(cfg: ContaminationConfig, rng: np.random.Generator) -
             contaminate_reference(ref0, f, cfg.outlier_mag, cfg.window, g)
             for f, g in zip(cfg.fracs, spawn(r_c, len(cfg.fracs)), strict=True)
         ]
-        for method, kappa in kappas.items():
+        for method, kappa in track(list(kappas.items()), f"draw {s}: kappa variants"):
             v0 = value_segments(x, ref0, cfg.window, cfg.stride, kappa=kappa)
             a0 = float(roc_auc_score(y, -v0.pointwise()))
             auc0[method].append(a0)
