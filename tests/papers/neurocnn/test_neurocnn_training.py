@@ -1,0 +1,98 @@
+"""Issue 31: training to a plateau (early stopping, the best-epoch-before-cap check) and the baselines' settings
+as released (no spline-conv bias, CKConv's weight-normalised KernelNet on [-1, 1], no extra FNO GroupNorm)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from icml2026.papers.neurocnn import FixedCNN, SirenConv1d, SplineConv1d, train_classifier  # noqa: E402
+from icml2026.papers.neurocnn.experiments import (  # noqa: E402
+    EcgConfig,
+    ZeroShotConfig,
+    _plateau_checks,
+    _training_table,
+)
+
+torch.set_num_threads(1)
+
+
+def _task(n: int = 24, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    t = np.arange(400) / 100.0
+    y = np.arange(n) % 2
+    x = np.sin(2 * np.pi * np.where(y == 0, 3.0, 9.0)[:, None] * t + rng.uniform(0, 6, (n, 1)))
+    return x.astype(np.float32)[:, None], y
+
+
+def test_patience_stops_training_after_the_best_epoch():
+    x, y = _task()
+    # lr so small that nothing changes: the validation accuracy never beats epoch 0, so training stops after
+    # 1 + patience epochs, far before the cap of 50
+    model = FixedCNN(1, 2, (4, 4), generator=torch.Generator().manual_seed(0))
+    hist = train_classifier(model, x, y, 100.0, x, y, torch.Generator().manual_seed(1), epochs=50, batch_size=8,
+                            lr=1e-12, patience=3)
+    assert hist.best_epoch == 0 and hist.n_epochs == 4 and hist.stopped_early and hist.max_epochs == 50
+    # without patience every epoch runs (the released code's fixed schedule)
+    model = FixedCNN(1, 2, (4, 4), generator=torch.Generator().manual_seed(0))
+    hist = train_classifier(model, x, y, 100.0, x, y, torch.Generator().manual_seed(1), epochs=5, batch_size=8,
+                            lr=1e-12)
+    assert hist.n_epochs == 5 and not hist.stopped_early
+
+
+@pytest.mark.parametrize("patience", [0, -1, 2.5, True])
+def test_patience_must_be_a_positive_integer(patience):
+    x, y = _task(8)
+    model = FixedCNN(1, 2, (4,), generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match="patience"):
+        train_classifier(model, x, y, 100.0, x, y, torch.Generator().manual_seed(1), epochs=2, patience=patience)
+
+
+def test_plateau_check_fails_for_a_model_still_improving_at_the_cap():
+    improving = [0.2 + 0.03 * e for e in range(20)]  # the issue's run: best epoch 19-20 of 20
+    plateaued = [0.2, 0.5, 0.7, 0.8, 0.8, 0.79, 0.8, 0.78, 0.8, 0.8]  # best epoch 4, then 6 flat epochs
+    checks = {c.name: c for c in _plateau_checks({"a": improving, "b": plateaued}, epochs=20, patience=6)}
+    assert not checks["a_best_epoch_before_cap"].passed and checks["a_best_epoch_before_cap"].value == 20
+    assert checks["b_best_epoch_before_cap"].passed and checks["b_best_epoch_before_cap"].value == 4
+    rows = {r["model"]: r for r in _training_table({"a": improving, "b": plateaued}, 20, 6)}
+    assert rows["a"]["plateau"] == 0 and rows["b"]["plateau"] == 1 and rows["b"]["epochs_run"] == 10
+
+
+@pytest.mark.parametrize("cls", [ZeroShotConfig, EcgConfig])
+def test_plateau_check_needs_early_stopping_and_room_before_the_cap(cls):
+    with pytest.raises(ValueError, match="^patience"):
+        cls(patience=0, check_plateau=True)
+    with pytest.raises(ValueError, match="^patience"):
+        cls(epochs=10, patience=10, check_plateau=True)
+    cls(epochs=10, patience=0, check_plateau=False)  # the released code's fixed schedule, no check
+
+
+def test_spline_conv_has_no_bias_as_released_and_ckconv_has_its_bias():
+    assert SplineConv1d(2, 3).bias is None
+    assert "bias" not in dict(SplineConv1d(2, 3).named_parameters())
+    assert SirenConv1d(2, 3).bias is not None
+
+
+def test_ckconv_kernel_is_the_weight_normalised_siren_on_minus_one_one():
+    layer = SirenConv1d(2, 3, hidden=16, generator=torch.Generator().manual_seed(0))
+    linears = [m for m in layer.net if isinstance(m, torch.nn.Linear)]
+    assert len(linears) == 3 and all(torch.nn.utils.parametrize.is_parametrized(m, "weight") for m in linears)
+    # the gain starts at |v|: the weight equals the SIREN init, later layers within sqrt(6/h)/omega_0
+    bound = np.sqrt(6.0 / 16) / 30.0
+    assert float(linears[1].weight.detach().abs().max()) <= bound + 1e-7
+    # the released taps at 100 Hz with D = 0.5 s (51 taps) are linspace(-1, 1) in CKConv's positions
+    with torch.no_grad():
+        layer.spacing = "released"
+        k = layer.kernel(100.0)
+        ref = layer.net(torch.linspace(-1.0, 1.0, 51)[:, None]).T.reshape(3, 2, 51)
+    torch.testing.assert_close(k, ref)
+
+
+def test_fno_baseline_pools_the_fno_output_directly():
+    pytest.importorskip("neuralop")
+    from icml2026.papers.neurocnn import FNOClassifier
+
+    fno = FNOClassifier(1, 2, n_modes=16, hidden=8, d=8, pool_modes=4, generator=torch.Generator().manual_seed(0))
+    assert not any(isinstance(m, torch.nn.GroupNorm) for m in fno.modules())
