@@ -6,8 +6,9 @@ Floating-Point Functions and Their Gradients", ICML 2026, arXiv:2605.01702.
 Claim 1 is reproduced by an explicit construction (our own, see README.md): a float32 ReLU network that
 torch's nn.Linear and a left-to-right reference evaluate identically, because every sum that matters has
 at most two non-zero, exactly representable terms.  Targets may come from the whole float32 range, and
-inputs may be vectors x in F^d (d <= 4, ``construct`` with 2-D ``xs``).  Not implemented (the card says
-why): Claim 2 (several losses at once), the activations other than ReLU, float16 / bfloat16.
+inputs may be vectors x in F^d (d <= 4, ``construct`` with 2-D ``xs``).  Claim 2 (several losses at once)
+is built by ``construct_multi``: seed-selective channels make D^AD(phi_i o f)(x_k) = h_{i,k} for every
+loss i.  Not implemented (the card says why): the activations other than ReLU, float16 / bfloat16.
 
 Symbol table (paper / brief -> code)
 ------------------------------------
@@ -35,6 +36,15 @@ from .construction import (
 from .data import Targets, grid_points, mild_targets, random_targets
 from .floats import count_mismatches, round_f32, same_value
 from .losses import BUILTIN_PHIS, phi_seeds, resolve_phi
+from .multi import (
+    MultiConstruction,
+    MultiTargets,
+    build_multi_construction,
+    construct_multi,
+    plan_multi_points,
+    random_multi_targets,
+    selector,
+)
 from .semantics import (
     Layer,
     Verification,
@@ -87,4 +97,11 @@ __all__ = [
     "construct_vector",
     "coordinate_scales",
     "random_vector_targets",
+    "construct_multi",
+    "build_multi_construction",
+    "plan_multi_points",
+    "MultiConstruction",
+    "MultiTargets",
+    "random_multi_targets",
+    "selector",
 ]
