@@ -8,7 +8,8 @@ float32 MLP fitted to the same values and gradients by Sobolev training (time, m
 the dense nn.Sequential would hold ~1e9 float32 parameters (4 GB), so it is not materialised: its size
 is computed from the layer shapes and the network is verified with the sparse reference evaluator on
 the construction's own coordinates (the torch column says so).  A second table gives the size and time
-of the vector-input construction (d = 3, issue 27).  Nothing is written to disk.
+of the vector-input construction (d = 3, issue 27), and a third the Claim-2 sizes (K, n losses ->
+network size, construction time; issue 27).  Nothing is written to disk.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ import torch
 
 from icml2026.papers.fp_gradients import (
     build_construction,
+    build_multi_construction,
     build_vector_construction,
     mild_targets,
+    random_multi_targets,
     random_vector_targets,
     reference_values_and_grads,
     sobolev_fit,
@@ -90,6 +93,7 @@ def main() -> None:
             "(dense layers of width O(K): ~2); mismatches are counted over 2K quantities (values + grads)"
         )
     vector_sizes((40, 100) if args.quick else (40, 100, 400))
+    multi_sizes((10, 40) if args.quick else (10, 40, 100, 400))
 
 
 def vector_sizes(ks: tuple[int, ...], d: int = 3) -> None:
@@ -107,6 +111,32 @@ def vector_sizes(ks: tuple[int, ...], d: int = 3) -> None:
         ver = verify(con.to_sequential(), xs, g, h, "identity", reference="sparse")
         t_verify = time.perf_counter() - t0
         print(f"{k:>6} {con.n_params:>12,} {con.n_chain:>11} {t_plan:>8.2f} {t_verify:>9.2f} {ver.total:>6}")
+
+
+def multi_sizes(ks: tuple[int, ...]) -> None:
+    """Claim 2 (issue 27): size and time of one network for n losses at once, whole-range targets."""
+    phis_all = ("identity", "half_square", "softplus")
+    print("\nClaim 2: n losses at once (the first n of identity, 0.5 y^2, softplus), whole-range random targets")
+    header = f"{'K':>6} {'n':>2} {'params':>12} {'depth':>5} {'channels':>8} {'plan s':>8} {'verify s':>9} {'mism.':>6}"
+    print(header)
+    print("-" * len(header))
+    for k in ks:
+        for n in (2, 3):
+            phis = phis_all[:n]
+            tg = random_multi_targets(k, np.random.default_rng(k), phis)
+            t0 = time.perf_counter()
+            con = build_multi_construction(tg.xs, tg.values, tg.grads, phis)
+            t_plan = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            net = con.to_sequential()
+            mism = sum(
+                verify(net, tg.xs, tg.values, tg.grads[i], phi, reference="sparse").total for i, phi in enumerate(phis)
+            )
+            t_verify = time.perf_counter() - t0
+            print(
+                f"{k:>6} {n:>2} {con.n_params:>12,} {con.depth:>5} {con.n_channels:>8} {t_plan:>8.2f}"
+                f" {t_verify:>9.2f} {mism:>6}"
+            )
 
 
 if __name__ == "__main__":
