@@ -41,6 +41,7 @@ from .multi import (
     MultiTargets,
     build_multi_construction,
     construct_multi,
+    impose_necessary_conditions,
     plan_multi_points,
     random_multi_targets,
     selector,
@@ -103,5 +104,6 @@ __all__ = [
     "MultiConstruction",
     "MultiTargets",
     "random_multi_targets",
+    "impose_necessary_conditions",
     "selector",
 ]

@@ -79,6 +79,7 @@ __all__ = [
     "plan_multi_points",
     "selector",
     "random_multi_targets",
+    "impose_necessary_conditions",
 ]
 
 _MAX_X = 24  # most X (gain) layers a channel may use
@@ -227,6 +228,8 @@ def _find_selector(
     every seed of the point.  Returns (attempt index, solution); raises _PlanFailure when the budget
     is spent.
     """
+    # Deviation: the selector is found by a seeded random search (our construction; the paper's is not
+    # in the text we have), so a point can be refused when the budget runs out.
     t = abs(target)
     et = floor_log2(t)
     big = max(abs(s) for s in all_seeds)
@@ -923,6 +926,24 @@ def random_multi_targets(
         mag = np.minimum(10.0 ** rng.uniform(lo, hi, size=(n, k)), float(np.finfo(np.float32).max))
         h = (rng.choice([-1.0, 1.0], size=(n, k)) * mag).astype(np.float32)
     h[rng.random((n, k)) < zero_grad_fraction] = 0
+    # Deviation: targets are made to meet the conditions that every float network obeys (counted).
+    h, forced_zero, forced_equal = impose_necessary_conditions(g, h, phis)
+    return MultiTargets(xs=xs, values=g.astype(np.float32), grads=h, forced_zero=forced_zero, forced_equal=forced_equal)
+
+
+def impose_necessary_conditions(
+    values: np.ndarray, grads: np.ndarray, phis: Sequence[PhiLike]
+) -> tuple[np.ndarray, int, int]:
+    """Targets changed to meet what every float network obeys: (grads', #set to 0, #set equal/opposite).
+
+    Per point: a zero seed gets h = 0; a seed equal (opposite) to an earlier loss's seed gets that
+    loss's target (its negative).
+    """
+    g = np.asarray(values, dtype=np.float32).reshape(-1)
+    h = np.array(grads, dtype=np.float32, copy=True)
+    n, k = len(phis), g.size
+    if h.shape != (n, k):
+        raise ValueError(f"grads must have shape (n_phi, K) = ({n}, {k}), got {h.shape}")
     seeds = np.stack([phi_seeds(phi, g) for phi in phis])
     forced_zero = forced_equal = 0
     for j in range(k):
@@ -938,4 +959,4 @@ def random_multi_targets(
                     forced_equal += int(not same_value(np.float32(val), np.float32(h[i, j])))
                     h[i, j] = val
                     break
-    return MultiTargets(xs=xs, values=g.astype(np.float32), grads=h, forced_zero=forced_zero, forced_equal=forced_equal)
+    return h, forced_zero, forced_equal
