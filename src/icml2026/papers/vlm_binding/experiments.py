@@ -15,6 +15,7 @@ import torch
 
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
+from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
 
@@ -39,8 +40,10 @@ class GeneratorConfig:
     encoder_steps: int = param(600, 0, 5000, help="encoder pre-training steps (batch 256 cells)")
     encoder_width: int = param(16, 1, 64, help="CNN width")
     feature_dim: int = param(32, 1, 256, help="encoder feature size")
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
 
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         if self.n_max > min(self.n_colours, self.n_shapes, self.n_items):
             raise ValueError(f"n_max = {self.n_max}: must be <= min(n_colours, n_shapes, n_items)")
 
@@ -79,7 +82,7 @@ def generator(cfg: GeneratorConfig, rng: np.random.Generator) -> Outcome:
         c = render_scene(s, np.random.default_rng(seed))
         n_bad_det += int(not np.array_equal(a, c))
     enc = CellEncoder(cfg.feature_dim, cfg.encoder_width)
-    rep = pretrain_encoder(enc, vocab, cfg.encoder_steps, r_enc)
+    rep = pretrain_encoder(enc, vocab, cfg.encoder_steps, r_enc, device=resolve_device(cfg.device))
     metrics = {
         "n_samples": float(total),
         "bad_unique_answer": float(n_bad_unique),
@@ -113,8 +116,10 @@ class NoiseConfig:
     n_samples: int = param(64, 1, 2000, help="prompts compared")
     n_objects: int = param(5, 1, 16, help="objects per prompt")
     train_steps: int = param(20, 0, 2000, help="text steps before the comparison (weights need not be random)")
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
 
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         if self.d_model % 4:
             raise ValueError(f"d_model = {self.d_model}: must be a multiple of 4 (n_head = 4)")
 
@@ -147,6 +152,7 @@ def noise_control(cfg: NoiseConfig, rng: np.random.Generator) -> Outcome:
     from .data import text_batch
     from .train import Trainer
 
+    device = resolve_device(cfg.device)
     vocab = Vocab()
     r_init, r_train, r_data = spawn(rng, 3)
     model = BindingLM(
@@ -156,7 +162,7 @@ def noise_control(cfg: NoiseConfig, rng: np.random.Generator) -> Outcome:
         n_layer=cfg.n_layer,
         d_model=cfg.d_model,
         n_head=4,
-    )
+    ).to(device)
     Trainer(model, lr=1e-3, warmup=1).run_stage(cfg.train_steps, {"noise": 0.5, "text": 0.5}, (2, 8), 32, r_train)
     model.eval()
     samples = [sample_task(cfg.n_objects, r_data, vocab) for _ in range(cfg.n_samples)]
@@ -203,8 +209,10 @@ class RegimesConfig:
     n_probe: int = param(600, 40, 10000, help="probe samples")
     noise_image: bool = False
     random_encoder: bool = False
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
 
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         if self.d_model % 4:
             raise ValueError(f"d_model = {self.d_model}: must be a multiple of 4 (n_head = 4)")
         if self.n_ood_max <= self.n_id_max:
@@ -263,6 +271,7 @@ def _regime_list(cfg: RegimesConfig) -> tuple[str, ...]:
     },
 )
 def regimes(cfg: RegimesConfig, rng: np.random.Generator) -> Outcome:
+    device = resolve_device(cfg.device)
     vocab = Vocab(cfg.n_colours, cfg.n_shapes, cfg.n_items, 16)
     names = _regime_list(cfg)
     id_ns = list(range(2, cfg.n_id_max + 1))
@@ -276,12 +285,12 @@ def regimes(cfg: RegimesConfig, rng: np.random.Generator) -> Outcome:
     for seed, r in enumerate(spawn(rng, cfg.n_seeds)):
         r_enc, r_rand, r_train, r_eval, r_mech = spawn(r, 5)
         encoder = CellEncoder(32, 16)
-        rep = pretrain_encoder(encoder, vocab, cfg.encoder_steps, r_enc)
+        rep = pretrain_encoder(encoder, vocab, cfg.encoder_steps, r_enc, device=device)
         enc_acc.append((rep.colour_accuracy, rep.shape_accuracy))
         rand_enc = None
         if cfg.random_encoder:
             rand_enc = CellEncoder(32, 16)
-            pretrain_encoder(rand_enc, vocab, 0, r_rand)  # random init from the seed, never trained
+            pretrain_encoder(rand_enc, vocab, 0, r_rand, device=device)  # random init from the seed, never trained
         n_steps = cfg.steps_text * (1 + int(cfg.noise_image)) + (cfg.steps_image + cfg.steps_mix) * (len(names) - 1)
         bar = iter(track(range(n_steps), f"regimes seed {seed}", total=n_steps))
 
@@ -300,6 +309,7 @@ def regimes(cfg: RegimesConfig, rng: np.random.Generator) -> Outcome:
             cfg.lr,
             r_train,
             on_step=tick,
+            device=device,
         )
         for _ in bar:  # drain (prints the final progress line)
             pass

@@ -74,7 +74,7 @@ def final_residuals(
     finally:
         for h in hooks:
             h.remove()
-    return torch.stack(caught).numpy()
+    return torch.stack(caught).cpu().numpy()
 
 
 def classify_patched(pred: int, base: RetrievalSample, counterfactual: RetrievalSample) -> str:
@@ -117,7 +117,7 @@ def _patched_predictions(
         hook.remove()
     hook = blk.register_forward_hook(put)
     try:
-        pred = model.item_logits(make_batch(bases, "text", rng)).argmax(1).numpy()
+        pred = model.item_logits(make_batch(bases, "text", rng)).argmax(1).cpu().numpy()
     finally:
         hook.remove()
     return pred
@@ -200,7 +200,7 @@ def sym_pos_ratio(result: InterchangeResult) -> tuple[float, int]:
 @contextmanager
 def _knockout(model: BindingLM, layer: int, is_context: np.ndarray) -> Iterator[None]:
     """Within the block, the final query position may not attend to any context token."""
-    block_ctx = torch.from_numpy(is_context)
+    block_ctx = torch.from_numpy(is_context).to(model.device)
 
     def pre(_m: Any, args: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         mask = kwargs.get("attention_mask")
@@ -230,7 +230,7 @@ def attention_knockout(
     model.eval()
     batch = make_batch(samples, mode, rng)
     with _knockout(model, layer, batch.is_context):
-        pred = model.item_logits(batch).argmax(1).numpy()
+        pred = model.item_logits(batch).argmax(1).cpu().numpy()
     return float((pred == batch.answer).mean())
 
 

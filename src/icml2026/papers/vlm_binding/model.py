@@ -21,11 +21,17 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml2026.core.progress import track
 from icml2026.core.validate import positive_int
 
 from .data import CELL, GLYPH, GRID, N_IMAGE_TOKENS, Batch, Vocab, draw_scene, glyphs, palette
 
 __all__ = ["CellEncoder", "EncoderReport", "pretrain_encoder", "BindingLM", "init_parameters"]
+
+
+def _device_of(module: nn.Module) -> torch.device:
+    """The device of ``module``'s parameters (inputs are moved there)."""
+    return next(module.parameters()).device
 
 
 def init_parameters(module: nn.Module, gen: torch.Generator, std: float = 0.02) -> None:
@@ -40,8 +46,8 @@ def init_parameters(module: nn.Module, gen: torch.Generator, std: float = 0.02) 
                 p.zero_()
             elif p.ndim == 1:  # LayerNorm gains
                 p.fill_(1.0)
-            else:
-                p.normal_(0.0, std, generator=gen)
+            else:  # drawn on the CPU (where ``gen`` lives) and copied: the same weights on every device
+                p.copy_(torch.empty(p.shape, dtype=p.dtype).normal_(0.0, std, generator=gen))
 
 
 class CellEncoder(nn.Module):
@@ -65,7 +71,7 @@ class CellEncoder(nn.Module):
 
     def encode_cells(self, cells: torch.Tensor) -> torch.Tensor:
         """(M, 8, 8, 3) uint8 or float in [0, 255] -> (M, F)."""
-        x = cells.float().permute(0, 3, 1, 2) / 255.0
+        x = cells.to(_device_of(self)).float().permute(0, 3, 1, 2) / 255.0
         return self.net(x).flatten(1)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
@@ -136,6 +142,7 @@ def pretrain_encoder(
     lr: float = 3e-3,
     n_eval: int = 2000,
     init: bool = True,
+    device: str | torch.device | None = None,
 ) -> EncoderReport:
     """Train ``encoder`` + linear colour/shape heads on single-object cells (cross-entropy), return accuracy.
 
@@ -143,6 +150,7 @@ def pretrain_encoder(
     task's own cells (brief), a stand-in whose only role is to give identity features per cell.
     With ``steps = 0`` nothing is trained: the encoder keeps its random init from ``rng`` (the random-init
     ablation encoder) and the report, with random heads too, shows chance accuracy.
+    ``device`` (default: where the encoder is) is where the encoder and heads train; draws stay on the CPU.
     """
     steps = positive_int(steps, "steps", minimum=0, maximum=10**6)
     gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
@@ -155,6 +163,9 @@ def pretrain_encoder(
         }
     )
     init_parameters(heads, gen, std=0.05)
+    dev = torch.device(device) if device is not None else _device_of(encoder)
+    encoder.to(dev)
+    heads.to(dev)
     params = list(encoder.parameters()) + list(heads.parameters())
     opt = torch.optim.Adam(params, lr=lr)
     # cosine decay to 0: a constant step size leaves the last iterate oscillating by ~1% in accuracy
@@ -162,12 +173,12 @@ def pretrain_encoder(
         opt, lambda k: 0.5 * (1.0 + float(np.cos(np.pi * min(k, steps) / max(steps, 1))))
     )
     encoder.train()
-    for _ in range(steps):
+    for _ in track(range(steps), "pretrain cell encoder", total=steps):
         cells, yc, ys = _random_cells(batch_size, vocab, rng)
         f = encoder.encode_cells(torch.from_numpy(cells))
-        loss = nn.functional.cross_entropy(heads["colour"](f), torch.from_numpy(yc)) + nn.functional.cross_entropy(
-            heads["shape"](f), torch.from_numpy(ys)
-        )
+        loss = nn.functional.cross_entropy(
+            heads["colour"](f), torch.from_numpy(yc).to(dev)
+        ) + nn.functional.cross_entropy(heads["shape"](f), torch.from_numpy(ys).to(dev))
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -176,7 +187,7 @@ def pretrain_encoder(
     cells, yc, ys = _random_cells(n_eval, vocab, rng)
     with torch.no_grad():
         f = encoder.encode_cells(torch.from_numpy(cells))
-        pc, ps = heads["colour"](f).argmax(1).numpy(), heads["shape"](f).argmax(1).numpy()
+        pc, ps = heads["colour"](f).argmax(1).cpu().numpy(), heads["shape"](f).argmax(1).cpu().numpy()
     occ = yc < vocab.n_colours
     return EncoderReport(
         float((pc[occ] == yc[occ]).mean()),
@@ -193,7 +204,7 @@ def _init_conv(encoder: CellEncoder, gen: torch.Generator) -> None:
             if isinstance(m, nn.Conv2d):
                 fan_in = m.in_channels * m.kernel_size[0] * m.kernel_size[1]
                 bound = float(np.sqrt(6.0 / fan_in))
-                m.weight.uniform_(-bound, bound, generator=gen)
+                m.weight.copy_(torch.empty(m.weight.shape).uniform_(-bound, bound, generator=gen))
                 assert m.bias is not None
                 m.bias.zero_()
 
@@ -260,6 +271,11 @@ class BindingLM(nn.Module):
             init_parameters(self.projector, gen, std=float(1.0 / np.sqrt(encoder.feature_dim)))  # type: ignore[union-attr]
 
     @property
+    def device(self) -> torch.device:
+        """Where the model's parameters are; :meth:`embed` and :meth:`forward` move a batch there."""
+        return _device_of(self)
+
+    @property
     def n_layer(self) -> int:
         return int(self.lm.config.n_layer)
 
@@ -275,22 +291,23 @@ class BindingLM(nn.Module):
 
     def embed(self, batch: Batch) -> torch.Tensor:
         """Token embeddings, with the projected image tokens written into the 64 image slots."""
-        ids = torch.from_numpy(batch.ids)
+        dev = self.device
+        ids = torch.from_numpy(batch.ids).to(dev)
         h = self.lm.transformer.wte(ids)
         if batch.images is not None or batch.cell_codes is not None:
             if self.encoder is None or self.projector is None or batch.image_start is None:
                 raise ValueError("batch has images but the model has no encoder/projector")
             if batch.images is not None:
                 with torch.no_grad():
-                    feats = self.encoder(torch.from_numpy(batch.images))
+                    feats = self.encoder(torch.from_numpy(batch.images).to(dev))
             else:  # Deviation (speed only): cached cell features, tested equal to encoding the rendered scene
-                if self._table is None:
+                if self._table is None or self._table.device != dev:
                     self._table = self.encoder.feature_table(self.vocab)
                 assert batch.cell_codes is not None
-                feats = self._table[torch.from_numpy(batch.cell_codes)]
+                feats = self._table[torch.from_numpy(batch.cell_codes).to(dev)]
             proj = self.projector(feats)
-            rows = torch.arange(len(batch))[:, None]
-            cols = torch.from_numpy(batch.image_start)[:, None] + torch.arange(N_IMAGE_TOKENS)[None]
+            rows = torch.arange(len(batch), device=dev)[:, None]
+            cols = torch.from_numpy(batch.image_start).to(dev)[:, None] + torch.arange(N_IMAGE_TOKENS, device=dev)[None]
             h = h.index_put((rows.expand_as(cols), cols), proj)
         return h
 
@@ -302,8 +319,8 @@ class BindingLM(nn.Module):
             raise ValueError(f"prompt of {batch.ids.shape[1]} tokens exceeds max_len = {self.max_len}")
         out = self.lm(
             inputs_embeds=self.embed(batch),
-            attention_mask=torch.from_numpy(batch.key_mask.astype(np.int64)),
-            position_ids=torch.from_numpy(batch.position_ids),
+            attention_mask=torch.from_numpy(batch.key_mask.astype(np.int64)).to(self.device),
+            position_ids=torch.from_numpy(batch.position_ids).to(self.device),
             output_hidden_states=output_hidden_states,
             output_attentions=output_attentions,
             logits_to_keep=1,
@@ -320,7 +337,7 @@ class BindingLM(nn.Module):
         """Swap the frozen encoder (same feature size); the projector and LM weights are kept."""
         if self.projector is None or encoder.feature_dim != self.projector.in_features:
             raise ValueError("encoder: feature_dim must match the projector's input size")
-        self.encoder = copy.deepcopy(encoder).freeze()
+        self.encoder = copy.deepcopy(encoder).to(self.device).freeze()
         self._table = None
 
     def save_pretrained(self, path: str | Path) -> None:

@@ -74,11 +74,13 @@ def train_regimes(
     lr: float,
     rng: np.random.Generator,
     on_step: Callable[[], None] | None = None,
+    device: str | torch.device = "cpu",
 ) -> dict[str, BindingLM]:
     """Train the requested regimes for one seed; returns the final model of each.
 
     ``rng`` drives the initial weights (one init shared by every regime, as "same seeds" in the brief) and
-    the data of each stage (independent children per branch).
+    the data of each stage (independent children per branch). The models are built on the CPU (the same
+    initial weights everywhere) and moved to ``device``.
     """
     unknown = [r for r in regimes if r not in REGIMES]
     if unknown:
@@ -97,7 +99,7 @@ def train_regimes(
     tick = (lambda _k: on_step()) if on_step is not None else None
 
     def fresh(enc: CellEncoder) -> Trainer:
-        model = BindingLM(vocab, enc, torch.Generator().manual_seed(init_seed), **model_kwargs)
+        model = BindingLM(vocab, enc, torch.Generator().manual_seed(init_seed), **model_kwargs).to(device)
         return Trainer(model, lr=lr)
 
     out: dict[str, BindingLM] = {}

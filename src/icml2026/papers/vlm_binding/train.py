@@ -71,7 +71,7 @@ class Trainer:
         assert self.opt is not None
         self.model.train()
         logits, _ = self.model(batch)
-        target = torch.from_numpy(batch.answer + self.model.vocab.item0)
+        target = torch.from_numpy(batch.answer + self.model.vocab.item0).to(logits.device)
         loss = nn.functional.cross_entropy(logits, target)
         scale = min(1.0, (self.steps_done + 1) / max(self.warmup, 1))  # linear warm-up, then constant
         for g in self.opt.param_groups:
@@ -117,7 +117,7 @@ def accuracy(
     out = []
     for k in range(0, len(samples), batch_size):
         b = make_batch(samples[k : k + batch_size], mode, rng)
-        out.append(model.item_logits(b).argmax(1).numpy() == b.answer)
+        out.append(model.item_logits(b).argmax(1).cpu().numpy() == b.answer)
     return np.concatenate(out) if out else np.zeros(0, bool)
 
 
