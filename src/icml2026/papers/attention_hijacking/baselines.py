@@ -148,7 +148,7 @@ def _adam_finetune(model_factory: LearnerFactory, gen: torch.Generator, batches:
     for b, y in zip(batches, labels, strict=True):
         logits, _ = _forward(model_factory, params, input_ids=b.input_ids, attention_mask=b.attention_mask,
                              attentions=False)
-        loss = torch.nn.functional.cross_entropy(logits, y)
+        loss = torch.nn.functional.cross_entropy(logits, y.to(logits.device))
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -233,7 +233,7 @@ def _strip_entropy(model_factory: LearnerFactory, params: dict[str, torch.Tensor
             logits, _ = _forward(model_factory, params, input_ids=c.input_ids, attention_mask=c.attention_mask,
                                  attentions=False)
             p = torch.softmax(logits, -1)
-            ent.append((-(p * torch.log(p.clamp_min(1e-12))).sum(-1)).numpy())
+            ent.append((-(p * torch.log(p.clamp_min(1e-12))).sum(-1)).cpu().numpy())
     return np.concatenate(ent).reshape(len(texts), n_perturb).mean(1)
 
 

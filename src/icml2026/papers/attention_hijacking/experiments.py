@@ -15,6 +15,7 @@ import numpy as np
 
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
+from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
 from icml2026.core.rng import torch_generator
@@ -54,6 +55,10 @@ class AHConfig:
     baselines: int = param(1, 0, 1, help="1: also run NaiveAttack, DoorPing and TBADD")
     n_strip: int = param(100, 10, 853, help="test inputs given to STRIP")
     strip_perturb: int = param(8, 2, 32, help="STRIP perturbed copies per input")
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+
+    def __post_init__(self) -> None:
+        check_device_name(self.device)
 
 
 _SMOKE: dict[str, Any] = dict(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_learners=1, n_train=64, n_test=40,
@@ -64,8 +69,9 @@ _QUICK: dict[str, Any] = dict(mlm_steps=100, mlm_batch=16, n_seeds=3, n_steps=40
 
 
 @functools.lru_cache(maxsize=4)
-def _pretrained(arch: str, mlm_steps: int, mlm_batch: int) -> Any:
-    """The MLM "checkpoint" of ``arch`` (seed fixed at 0, like a downloaded checkpoint; cached per process)."""
+def _pretrained(arch: str, mlm_steps: int, mlm_batch: int, device: Any = "cpu") -> Any:
+    """The MLM "checkpoint" of ``arch`` (seed fixed at 0, like a downloaded checkpoint; cached per process),
+    pre-trained on ``device``."""
     from .data import minilm_path
     from .models import bert_config, pretrain_mlm, projected_embeddings
 
@@ -75,14 +81,16 @@ def _pretrained(arch: str, mlm_steps: int, mlm_batch: int) -> Any:
     texts = load_imdb_texts(min(25000, mlm_steps * mlm_batch), rng=rng)
     emb = projected_embeddings(minilm_path(), cfg.hidden_size, std=cfg.initializer_range)
     return pretrain_mlm(cfg, texts, tok, n_steps=mlm_steps, rng=rng, batch_size=mlm_batch, max_len=64,
-                        lr=5e-3, init_word_embeddings=emb), tok
+                        lr=5e-3, init_word_embeddings=emb, device=device), tok
 
 
 def _factory(cfg: AHConfig) -> LearnerFactory:
+    """The experiment's learners, on ``cfg.device`` (resolved here, once per experiment)."""
     import torch
 
-    mlm, tok = _pretrained(cfg.arch, cfg.mlm_steps, cfg.mlm_batch)
-    return LearnerFactory.from_mlm(mlm, tok, 2, torch.Generator().manual_seed(0))
+    device = resolve_device(cfg.device)
+    mlm, tok = _pretrained(cfg.arch, cfg.mlm_steps, cfg.mlm_batch, device)
+    return LearnerFactory.from_mlm(mlm, tok, 2, torch.Generator().manual_seed(0)).to(device)
 
 
 def _data(cfg: AHConfig, rng: np.random.Generator) -> tuple[TextDataset, TextDataset, TextDataset]:
@@ -283,6 +291,10 @@ class BaseDDConfig:
     lr: float = param(1e-2, 1e-5, 1.0, help="outer AdamW lr")
     lr_init: float = param(1e-2, 1e-5, 10.0, help="initial inner lr")
     finetune_steps: int = param(1000, 1, 20000, help="full-data fine-tuning steps (upper bound, 1 learner)")
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+
+    def __post_init__(self) -> None:
+        check_device_name(self.device)
 
 
 @experiment(
@@ -297,7 +309,8 @@ class BaseDDConfig:
 )
 def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
     a = AHConfig(arch=cfg.arch, mlm_steps=cfg.mlm_steps, mlm_batch=cfg.mlm_batch, n_steps=cfg.n_steps,
-                 n_train=cfg.n_train, n_test=cfg.n_test, seq_len=cfg.seq_len, lr=cfg.lr, lr_init=cfg.lr_init)
+                 n_train=cfg.n_train, n_test=cfg.n_test, seq_len=cfg.seq_len, lr=cfg.lr, lr_init=cfg.lr_init,
+                 device=cfg.device)
     factory = _factory(a)
     r_data, r_seeds, r_ft = spawn(rng, 3)
     train, val, test = _data(a, r_data)

@@ -189,12 +189,13 @@ def _forward(factory: LearnerFactory, params: dict[str, torch.Tensor], *, inputs
     """(logits (n, C), attentions: tuple of L tensors (n, H, S, S) or None) of the learner at ``params``."""
     from torch.func import functional_call
 
-    kw: dict[str, Any] = {"attention_mask": attention_mask, "output_attentions": attentions,
-                          "return_dict": True}
+    dev = factory.device  # inputs may come from CPU-side pools; .to() is a no-op when already there
+    kw: dict[str, Any] = {"attention_mask": None if attention_mask is None else attention_mask.to(dev),
+                          "output_attentions": attentions, "return_dict": True}
     if inputs_embeds is not None:
-        kw["inputs_embeds"] = inputs_embeds
+        kw["inputs_embeds"] = inputs_embeds.to(dev)
     else:
-        kw["input_ids"] = input_ids
+        kw["input_ids"] = input_ids.to(dev)
     out = functional_call(factory.model, params, args=(), kwargs=kw)
     return out.logits, (out.attentions if attentions else None)
 
@@ -236,7 +237,10 @@ def _inner_update(factory: LearnerFactory, params: dict[str, torch.Tensor], E: t
     from torch.func import grad
 
     keys = _trainable(factory, params)
-    mask = torch.ones(E.shape[:2], dtype=torch.long)
+    dev = factory.device
+    E, y, lrs = E.to(dev), y.to(dev), lrs.to(dev)
+    att = None if att is None else att.to(dev)
+    mask = torch.ones(E.shape[:2], dtype=torch.long, device=dev)
 
     def loss_fn(sub: dict[str, torch.Tensor]) -> torch.Tensor:
         full = {**params, **sub}
@@ -269,7 +273,7 @@ def hijack_loss(attentions: tuple[torch.Tensor, ...], trigger_mask: torch.Tensor
     import torch
 
     a = attentions[layer][:, list(heads), 0, :]  # (n, |H_bd|, S)
-    mass = (a * trigger_mask[:, None, :].to(a.dtype)).sum(-1)
+    mass = (a * trigger_mask[:, None, :].to(a.device, a.dtype)).sum(-1)
     return -torch.log(mass.clamp_min(1e-12)).mean()
 
 
@@ -298,10 +302,12 @@ def segregation_loss(att_clean: tuple[torch.Tensor, ...], att_trig: tuple[torch.
         if not keep:
             continue
         ac = att_clean[li][:, keep, 0, :]  # (n, H', Sc)
-        at, ids_t = _compact(att_trig[li][:, keep, 0, :], trig.input_ids, trig.trigger_mask)
+        dev = ac.device  # the batches may sit on the CPU while the attention is on the learner's device
+        at, ids_t = _compact(att_trig[li][:, keep, 0, :], trig.input_ids.to(dev), trig.trigger_mask.to(dev))
         s = min(ac.shape[-1], at.shape[-1])
         ac, at, ids_t = ac[..., :s], at[..., :s], ids_t[:, :s]
-        shared = ((ids_t == clean.input_ids[:, :s]) & clean.attention_mask[:, :s].bool()).to(ac.dtype)[:, None, :]
+        c_ids, c_mask = clean.input_ids[:, :s].to(dev), clean.attention_mask[:, :s].to(dev)
+        shared = ((ids_t == c_ids) & c_mask.bool()).to(ac.dtype)[:, None, :]
         p = ac * shared
         p = p / p.sum(-1, keepdim=True).clamp_min(1e-12)
         q = at * shared
@@ -358,6 +364,7 @@ def distill(model_factory: LearnerFactory, data: TextDataset, cfg: DistillConfig
         raise ValueError(f"cfg.target = {cfg.target}: must be in [0, {n_classes})")
     tok = model_factory.tokenizer
     gen = torch_generator(rng)
+    dev = model_factory.device  # the distilled set lives there; random draws are made on the CPU and moved
     S, d, L, H = cfg.seq_len, model_factory.hidden, model_factory.n_layers, model_factory.n_heads
     bd_layer, bd_heads = _bd_heads(model_factory, cfg)
 
@@ -367,10 +374,10 @@ def distill(model_factory: LearnerFactory, data: TextDataset, cfg: DistillConfig
     labels_np = np.concatenate([clean_labels, np.full(n_poison, cfg.target if cfg.attack else 0)])
     poisoned = np.concatenate([np.zeros(len(clean_labels), bool), np.ones(n_poison, bool)])
     n = len(labels_np)
-    E = torch.randn(n, S, d, generator=gen).requires_grad_(True)
-    lab_logits = (torch.nn.functional.one_hot(torch.as_tensor(labels_np), n_classes).float() * 1.0)
+    E = torch.randn(n, S, d, generator=gen).to(dev).requires_grad_(True)
+    lab_logits = (torch.nn.functional.one_hot(torch.as_tensor(labels_np), n_classes).float() * 1.0).to(dev)
     lab_logits = lab_logits.clone().requires_grad_(cfg.label_type == "soft")
-    rho = torch.full((cfg.inner_steps,), math.log(math.expm1(cfg.lr_init))).requires_grad_(True)
+    rho = torch.full((cfg.inner_steps,), math.log(math.expm1(cfg.lr_init)), device=dev).requires_grad_(True)
     kind = cfg.attention_label_type
     att_logits: torch.Tensor | None = None
     if kind != "none":
@@ -400,12 +407,13 @@ def distill(model_factory: LearnerFactory, data: TextDataset, cfg: DistillConfig
                         if not (li == bd_layer and h in bd_heads):
                             att_logits[i, li, h, :, :] = 0.0
     if att_logits is not None:
-        att_logits.requires_grad_(True)
+        att_logits = att_logits.to(dev).requires_grad_(True)
     pin_emb = torch.zeros(n, S, d)
     if cfg.attack:
-        emb = model_factory.word_embedding(trig_ids)
+        emb = model_factory.word_embedding(trig_ids).cpu()
         for i in np.flatnonzero(poisoned):
             pin_emb[i, cfg.trigger_slot:cfg.trigger_slot + len(trig_ids)] = emb
+    pin, pin_emb = pin.to(dev), pin_emb.to(dev)
 
     def materialise() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor]:
         e = torch.where(pin[..., None], pin_emb, E)  # pinned trigger slot: no gradient reaches it
@@ -425,7 +433,7 @@ def distill(model_factory: LearnerFactory, data: TextDataset, cfg: DistillConfig
         pool = encode(tok, data.texts, S)
     if len(pool) != len(data):
         raise ValueError(f"pool: {len(pool)} rows for {len(data)} texts")
-    real_y = torch.as_tensor(data.labels)
+    real_y = torch.as_tensor(data.labels).to(dev)
     nt_pool: EncodedBatch | None = None
     nt_clean: EncodedBatch | None = None
     if cfg.attack:
@@ -461,7 +469,7 @@ def distill(model_factory: LearnerFactory, data: TextDataset, cfg: DistillConfig
             need_att = cfg.beta > 0 or cfg.gamma > 0
             lt, at = _forward(model_factory, new, input_ids=tb.input_ids, attention_mask=tb.attention_mask,
                               attentions=need_att)
-            ce_t = torch.nn.functional.cross_entropy(lt, torch.full((len(ti),), cfg.target))
+            ce_t = torch.nn.functional.cross_entropy(lt, torch.full((len(ti),), cfg.target, device=dev))
             loss = loss + cfg.alpha * ce_t
             if cfg.beta > 0:
                 hij = hijack_loss(at, tb.trigger_mask, bd_layer, bd_heads)
@@ -515,14 +523,14 @@ def _hotflip(factory: LearnerFactory, params: dict[str, torch.Tensor], pool: Enc
         return cur
     rows = rng.choice(poison.rows, size=min(batch_size, len(poison.rows)), replace=False)
     b = _trim(pool.index(torch.as_tensor(rows)))
-    ids = torch.where(b.trigger_mask, torch.as_tensor(cur), b.input_ids)
     W = params[factory.word_embedding_key]
+    ids = torch.where(b.trigger_mask, torch.as_tensor(cur), b.input_ids).to(W.device)
     emb = W[ids].detach().requires_grad_(True)
     logits, _ = _forward(factory, params, inputs_embeds=emb, attention_mask=b.attention_mask, attentions=False)
     # inputs_embeds skips nothing else: BERT adds position/type embeddings to inputs_embeds as to W[ids]
-    loss = torch.nn.functional.cross_entropy(logits, torch.full((len(rows),), poison.target))
+    loss = torch.nn.functional.cross_entropy(logits, torch.full((len(rows),), poison.target, device=W.device))
     (g,) = torch.autograd.grad(loss, emb)
-    g_trig = (g * b.trigger_mask[..., None]).sum((0, 1))
+    g_trig = (g * b.trigger_mask.to(W.device)[..., None]).sum((0, 1))
     score = W @ g_trig  # first-order change of the loss when the trigger becomes token v
     score[factory.excluded_token_ids] = float("inf")
     return int(torch.argmin(score))
@@ -552,10 +560,10 @@ def predict(model_factory: LearnerFactory, params: dict[str, torch.Tensor], batc
             n = int(b.attention_mask.sum(1).max())
             logits, a = _forward(model_factory, params, input_ids=b.input_ids[:, :n],
                                  attention_mask=b.attention_mask[:, :n], attentions=attentions)
-            preds.append(logits.argmax(-1).numpy())
+            preds.append(logits.argmax(-1).cpu().numpy())
             if attentions:
                 pad = batch.input_ids.shape[1] - n
-                atts.append([torch.nn.functional.pad(x[:, :, 0, :], (0, pad)).numpy() for x in a])
+                atts.append([torch.nn.functional.pad(x[:, :, 0, :], (0, pad)).cpu().numpy() for x in a])
     p = np.concatenate(preds) if preds else np.zeros(0, np.int64)
     if not attentions:
         return p, None

@@ -46,12 +46,15 @@ def pretrain_mlm(config: BertConfig, texts: Sequence[str], tokenizer: PreTrained
                  n_steps: int, rng: np.random.Generator, batch_size: int = 32, max_len: int = 64,
                  lr: float = 1e-3, mask_prob: float = 0.15, n_negatives: int = 2048,
                  init_word_embeddings: torch.Tensor | None = None, cls_weight: float = 1.0,
-                 show_progress: bool = True) -> BertForMaskedLM:
+                 show_progress: bool = True, device: str | torch.device = "cpu") -> BertForMaskedLM:
     """Masked-language-model pre-training from scratch (BERT recipe: 15 % of tokens; 80/10/10 mask/random/keep).
 
     # Deviation: minutes of MLM on IMDB text instead of the public BERT-Tiny/Mini checkpoints (BooksCorpus +
     # Wikipedia, days of TPU); a user with the real checkpoints loads them with
     # :meth:`LearnerFactory.from_pretrained`.
+
+    The model is initialised on the CPU and trained on ``device``; every random draw is made on the CPU with
+    the run's generator and then moved, so the draws do not depend on the device.
     """
     import torch
     from transformers import BertForMaskedLM
@@ -83,24 +86,25 @@ def pretrain_mlm(config: BertConfig, texts: Sequence[str], tokenizer: PreTrained
                                  f"{(config.vocab_size, config.hidden_size)}")
             model.get_input_embeddings().weight.copy_(init_word_embeddings)  # type: ignore[operator]
     model.tie_weights()
+    model.to(device)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / max(1, n_steps // 10)) * max(0.0, 1 - s / n_steps))
-    special = torch.tensor(sorted(tokenizer.all_special_ids))
+    special = torch.tensor(sorted(tokenizer.all_special_ids), device=device)
     for _ in track(range(n_steps), "MLM pre-training", total=n_steps) if show_progress else range(n_steps):
         idx = rng.integers(0, len(texts), size=batch_size)
         enc = tokenizer([texts[i] for i in idx], padding="longest", truncation=True, max_length=max_len,
                         return_tensors="pt")
-        ids, att = enc["input_ids"], enc["attention_mask"]
+        ids, att = enc["input_ids"].to(device), enc["attention_mask"].to(device)
         labels = ids.clone()
         content = ~torch.isin(ids, special) & att.bool()
-        chosen = (torch.rand(ids.shape, generator=gen) < mask_prob) & content
+        chosen = (torch.rand(ids.shape, generator=gen).to(device) < mask_prob) & content
         labels[~chosen] = -100
-        r = torch.rand(ids.shape, generator=gen)
+        r = torch.rand(ids.shape, generator=gen).to(device)
         inp = ids.clone()
         inp[chosen & (r < 0.8)] = tokenizer.mask_token_id
-        rand_tok = torch.randint(0, config.vocab_size, ids.shape, generator=gen)
+        rand_tok = torch.randint(0, config.vocab_size, ids.shape, generator=gen).to(device)
         swap = chosen & (r >= 0.8) & (r < 0.9)
         inp[swap] = rand_tok[swap]
         # logits only at the masked positions (the loss ignores the rest)
@@ -111,10 +115,10 @@ def pretrain_mlm(config: BertConfig, texts: Sequence[str], tokenizer: PreTrained
         # 30,522-way softmax (the decoder dominated the cost on our CPU); the full softmax is n_negatives=0.
         if n_negatives > 0:
             cand = torch.unique(torch.cat([target, torch.randint(0, config.vocab_size, (n_negatives,),
-                                                                   generator=gen)]))
+                                                                   generator=gen).to(device)]))
             target = torch.searchsorted(cand, target)
         else:
-            cand = torch.arange(config.vocab_size)
+            cand = torch.arange(config.vocab_size, device=device)
         w = model.get_input_embeddings().weight[cand]  # type: ignore[index]
         logits = hidden @ w.T + model.cls.predictions.bias[cand]
         loss = torch.nn.functional.cross_entropy(logits, target) if chosen.any() else logits.sum() * 0
@@ -164,6 +168,8 @@ class LearnerFactory:
     ----------
     model : a ``BertForSequenceClassification`` (eager attention) holding the pre-trained encoder and pooler;
         its classifier head is replaced for each learner.
+
+    Learners live on the model's device (:attr:`device`; move them with :meth:`to`).
     """
 
     def __init__(self, model: BertForSequenceClassification, tokenizer: PreTrainedTokenizerFast) -> None:
@@ -177,6 +183,7 @@ class LearnerFactory:
         self.config = model.config
         self.n_classes = int(model.config.num_labels)  # type: ignore[arg-type]
         self.base = {k: v.detach().clone() for k, v in model.named_parameters()}
+        self.device = next(iter(self.base.values())).device
         self.head_keys = [k for k in self.base if k.startswith("classifier.")]
         self.word_embedding_key = next(k for k in self.base if k.endswith("word_embeddings.weight"))
         self.tokenizer = tokenizer
@@ -185,6 +192,16 @@ class LearnerFactory:
         self.excluded_token_ids = torch.as_tensor(
             [i for i, t in enumerate(vocab) if not (isinstance(t, str) and t.isalpha() and t.isascii())],
             dtype=torch.long)
+
+    def to(self, device: str | torch.device) -> LearnerFactory:
+        """Move the shared encoder (and every learner made from now on) to ``device``; returns ``self``."""
+        import torch
+
+        self.device = torch.device(device)
+        self.model.to(self.device)
+        self.base = {k: v.to(self.device) for k, v in self.base.items()}
+        self.excluded_token_ids = self.excluded_token_ids.to(self.device)
+        return self
 
     @property
     def n_layers(self) -> int:
@@ -210,7 +227,7 @@ class LearnerFactory:
         for k in self.head_keys:
             v = self.base[k]
             params[k] = torch.zeros_like(v) if k.endswith("bias") else \
-                torch.randn(v.shape, generator=gen, dtype=v.dtype) * 0.02
+                torch.randn(v.shape, generator=gen, dtype=v.dtype).to(v.device) * 0.02  # drawn on the CPU
         return params
 
     def __call__(self, gen: torch.Generator) -> BertForSequenceClassification:
