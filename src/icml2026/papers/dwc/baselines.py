@@ -75,9 +75,9 @@ class MLPActor(nn.Module):
     @torch.no_grad()
     def deterministic(self, obs: np.ndarray) -> np.ndarray:
         """Deterministic action ``tanh(mean) * scale + bias`` (act_dim,) or (batch, act_dim)."""
-        x = _check_obs(obs, self.obs_dim)
+        x = _check_obs(obs, self.obs_dim).to(self.action_scale.device)
         a = torch.tanh(self.dist_params(x)[0]) * self.action_scale + self.action_bias
-        out = a.double().numpy()
+        out = a.double().cpu().numpy()
         return out[0] if np.ndim(obs) == 1 else out
 
     def after_step(self) -> None:

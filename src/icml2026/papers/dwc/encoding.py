@@ -61,7 +61,8 @@ def thermometer_encode(x_hat: torch.Tensor, thresholds: torch.Tensor) -> torch.T
         raise ValueError(f"x_hat: expected shape (batch, obs_dim), got {tuple(x_hat.shape)}")
     if thresholds.ndim != 1 or thresholds.numel() < 1:
         raise ValueError(f"thresholds: expected shape (B,), got {tuple(thresholds.shape)}")
-    if not bool(torch.isfinite(x_hat).all()):
+    # (the meta device carries shapes only: no values to check)
+    if x_hat.device.type != "meta" and not bool(torch.isfinite(x_hat).all()):
         raise ValueError("x_hat: contains NaN or inf (a NaN compares False with every threshold)")
     bits = x_hat.unsqueeze(-1) > thresholds.to(x_hat.dtype)
     return bits.reshape(x_hat.shape[0], -1)
@@ -101,7 +102,7 @@ class ObsNormalizer(nn.Module):
             raise ValueError(f"x: empty batch, shape {arr.shape}")
         if not np.all(np.isfinite(arr)):
             raise ValueError("x: contains NaN or inf (the running statistics would be poisoned)")
-        xt = torch.as_tensor(arr).reshape(-1, self.obs_dim)
+        xt = torch.as_tensor(arr, device=self.mean.device).reshape(-1, self.obs_dim)
         n = float(xt.shape[0])
         b_mean = xt.mean(0)
         b_var = xt.var(0, unbiased=False)

@@ -5,16 +5,20 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 import torch
 
 from icml2026.core import Check, Outcome, experiment, spawn, torch_generator
 from icml2026.core.config import config, param
+from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.errors import require_tool
 from icml2026.core.plotting import new_figure
 from icml2026.core.validate import as_array, positive_int
@@ -23,7 +27,7 @@ from . import data
 from .baselines import DWCActor, MLPActor
 from .interpret import first_layer_report
 from .policy import DWCPolicy
-from .sac import EnvId, SACConfig, SACResult, check_dwc_size, make_actor, train_sac
+from .sac import EnvId, SACConfig, SACResult, check_dwc_size, make_actor, on_cpu, train_sac
 from .supervised import fit_mse
 from .verilog import export_verilog, have_yosys, simulate, synth_stats
 
@@ -42,7 +46,8 @@ def verify_circuit(policy: DWCPolicy, observations: np.ndarray, n_random: int, r
 
     Vectors: the thermometer codes of ``observations`` plus ``n_random`` uniformly random bit-vectors.
     Returns mismatch counts (vectors whose popcounts differ anywhere), the number of vectors, the simulated
-    latency in cycles, and (``with_yosys``) the yosys LUT count and depth.
+    latency in cycles, and (``with_yosys``) the yosys LUT count and depth. A policy on another device is
+    verified on the CPU (and moved back afterwards).
 
     Raises
     ------
@@ -58,6 +63,12 @@ def verify_circuit(policy: DWCPolicy, observations: np.ndarray, n_random: int, r
     n_random = positive_int(n_random, "n_random", minimum=0)
     if observations.shape[0] + n_random < 1:
         raise ValueError("observations: empty and n_random = 0; there is nothing to verify")
+    with on_cpu(policy):
+        return _verify_on_cpu(policy, observations, n_random, rng, with_yosys)
+
+
+def _verify_on_cpu(policy: DWCPolicy, observations: np.ndarray, n_random: int, rng: np.random.Generator,
+                   with_yosys: bool) -> dict[str, float]:
     obs_bits = policy.encode(torch.as_tensor(observations)).numpy().astype(bool)
     rand_bits = rng.integers(0, 2, size=(n_random, obs_bits.shape[1])).astype(bool)
     bits = np.concatenate([obs_bits, rand_bits])
@@ -96,8 +107,10 @@ class SanityConfig:
     n_train: int = param(4096, 1, 200_000)
     n_test: int = param(1000, 2, 200_000, help="R^2 needs >= 2 test states")
     n_random_vectors: int = param(1000, 0, 20_000, help="random bit-vectors simulated besides the test states")
+    device: str = param("cpu", help="torch device of both fits: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
 
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         # the cart-pole law has the InvertedPendulum's sizes (4 observations, 1 action)
         check_dwc_size("InvertedPendulum-v4", self.n_luts, self.n_layers, self.bits, self.lut_inputs)
 
@@ -116,6 +129,7 @@ def _r2(pred: np.ndarray, y: np.ndarray) -> float:
              "smoke": SanityConfig(n_luts=16, bits=15, steps=20, n_train=512, n_test=100, n_random_vectors=100)},
 )
 def sanity_fit(cfg: SanityConfig, rng: np.random.Generator) -> Outcome:
+    device = resolve_device(cfg.device)  # a missing device fails here, before anything is computed
     _require_simulator()  # before training, so that a missing simulator costs no training time
     r_data, r_dwc, r_mlp, r_vec = spawn(rng, 4)
     law = data.lqr_cartpole_law()
@@ -124,15 +138,17 @@ def sanity_fit(cfg: SanityConfig, rng: np.random.Generator) -> Outcome:
     g = torch_generator(r_dwc)
     pol = DWCPolicy(4, 1, n_luts=cfg.n_luts, n_layers=cfg.n_layers, bits=cfg.bits, lut_inputs=cfg.lut_inputs,
                     action_scale=law.scale, generator=g)
-    dwc = DWCActor(pol, generator=g)
+    dwc = DWCActor(pol, generator=g).to(device)
     t0 = time.perf_counter()
     loss_dwc = fit_mse(dwc, x, y, cfg.steps, cfg.lr, cfg.batch_size, g)
     t_dwc = time.perf_counter() - t0
+    dwc.to("cpu")  # the integer path, the numpy model and the circuit are evaluated on the CPU
     gm = torch_generator(r_mlp)
-    mlp = MLPActor(4, 1, 256, law.scale, generator=gm)
+    mlp = MLPActor(4, 1, 256, law.scale, generator=gm).to(device)
     t0 = time.perf_counter()
     loss_mlp = fit_mse(mlp, x, y, cfg.steps, 1e-3, cfg.batch_size, gm)
     t_mlp = time.perf_counter() - t0
+    mlp.to("cpu")
     r2_dwc, r2_mlp = _r2(pol.act(xt), yt), _r2(mlp.deterministic(xt), yt)
     with torch.no_grad():
         diff = float(np.abs(pol(torch.as_tensor(xt)).double().numpy() - pol.act(xt)).max())
@@ -186,8 +202,11 @@ class PendulumConfig:
     eval_every: int = param(0, 0, 1_000_000, help="learning curve: deterministic evaluation every this many steps")
     curve_episodes: int = param(10, 1, 100, help="episodes per curve evaluation (issue: 10)")
     checkpoint_every: int = param(0, 0, 1_000_000, help="0: max(1000, total_steps // 5)")
+    # not a SACConfig field: the checkpoint file name hashes the SACConfig, and a checkpoint resumes on any device
+    device: str = param("cpu", help="torch device of every SAC run: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
 
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         if self.checkpoint_dir and not Path(self.checkpoint_dir).is_dir():
             raise ValueError(f"checkpoint_dir = {self.checkpoint_dir!r}: no such directory (create it first, or "
                              f"leave it empty for no checkpoints)")
@@ -218,18 +237,47 @@ def _checkpoint_file(directory: str, cfg: SACConfig, rng: np.random.Generator, s
     return Path(directory) / f"{cfg.env_id}_seed{seed_index}_{cfg.actor}_{digest}.pt"
 
 
-def _train_job(cfg: SACConfig, rng: np.random.Generator, ckpt: Path | None, progress: bool,
-               n_threads: int | None) -> SACResult | tuple[SACResult, dict[str, torch.Tensor], tuple]:
-    """One SAC run. In a worker process (``n_threads`` set) it first pins torch and BLAS to that many threads,
-    as the runner does, and returns the actor as a state dict (brevitas modules do not pickle)."""
+class _NoTerminal:
+    """``stream`` that says it is not a terminal, so that ``core.progress.track`` writes plain lines."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def isatty(self) -> bool:
+        return False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def _plain_progress() -> Iterator[None]:
+    """Plain progress lines on stderr for the ``with`` body, even where stderr is a terminal: several worker
+    processes drawing live bars on one terminal would overwrite each other (and the parent's job bar)."""
+    old = sys.stderr
+    sys.stderr = cast(Any, _NoTerminal(old))
+    try:
+        yield
+    finally:
+        sys.stderr = old
+
+
+def _train_job(cfg: SACConfig, rng: np.random.Generator, ckpt: Path | None, progress: str,
+               n_threads: int | None, device: str | torch.device = "cpu"
+               ) -> SACResult | tuple[SACResult, dict[str, torch.Tensor], tuple]:
+    """One SAC run, its progress described by ``progress``. In a worker process (``n_threads`` set) it first
+    pins torch and BLAS to that many threads, as the runner does, reports its steps as plain progress lines
+    (one stream per worker, named by actor, env and seed) and returns the actor as a state dict (brevitas
+    modules do not pickle)."""
     if n_threads is None:
-        return train_sac(cfg, rng, checkpoint_path=ckpt, progress=progress)
+        return train_sac(cfg, rng, checkpoint_path=ckpt, progress=progress, device=device)
     from icml2026.core.runner import limit_blas_threads
 
     limit_blas_threads(n_threads)
     torch.set_num_threads(n_threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
-    res = train_sac(cfg, rng, checkpoint_path=ckpt, progress=progress)
+    with _plain_progress():
+        res = train_sac(cfg, rng, checkpoint_path=ckpt, progress=progress, device=device)
     actor = res.actor
     shape = (actor.obs_dim, actor.act_dim, actor.action_scale.double().numpy(), actor.action_bias.double().numpy())
     state = {k: v.detach().clone() for k, v in actor.state_dict().items()}
@@ -244,14 +292,16 @@ def _rebuild(cfg: SACConfig, res: SACResult, state: dict[str, torch.Tensor], sha
 
 
 def _run_jobs(
-    cfg: PendulumConfig, jobs: list[tuple[int, str, np.random.Generator]]
+    cfg: PendulumConfig, jobs: list[tuple[int, str, np.random.Generator]], device: torch.device | None = None
 ) -> dict[tuple[int, str], SACResult]:
-    """Train every (seed, actor) job, in order in this process or in ``cfg.workers`` processes (same results:
-    each job owns its RNG stream)."""
+    """Train every (seed, actor) job on ``device`` (default: ``cfg.device`` resolved), in order in this process
+    or in ``cfg.workers`` processes (same results: each job owns its RNG stream)."""
+    device = resolve_device(cfg.device) if device is None else device
     sac_cfgs = {a: cfg.sac(a) for a in cfg.actors()}
     args = {(s, a): (sac_cfgs[a], r, _checkpoint_file(cfg.checkpoint_dir, sac_cfgs[a], r, s)) for s, a, r in jobs}
+    desc = {(s, a): f"SAC {a} {sac_cfgs[a].env_id} seed {s}" for s, a, _ in jobs}
     if cfg.workers == 1:
-        return {k: cast(SACResult, _train_job(c, r, p, True, None)) for k, (c, r, p) in args.items()}
+        return {k: cast(SACResult, _train_job(c, r, p, desc[k], None, device)) for k, (c, r, p) in args.items()}
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -259,7 +309,7 @@ def _run_jobs(
 
     out: dict[tuple[int, str], SACResult] = {}
     with ProcessPoolExecutor(cfg.workers, mp_context=mp.get_context("spawn")) as pool:
-        futs = {pool.submit(_train_job, c, r, p, False, 1): k for k, (c, r, p) in args.items()}
+        futs = {pool.submit(_train_job, c, r, p, desc[k], 1, device): k for k, (c, r, p) in args.items()}
         for fut in track(as_completed(futs), f"SAC runs on {cfg.workers} workers", total=len(futs)):
             res, state, shape = cast(tuple, fut.result())
             out[futs[fut]] = _rebuild(args[futs[fut]][0], res, state, shape)
@@ -322,13 +372,14 @@ def sac_hopper(cfg: HopperConfig, rng: np.random.Generator) -> Outcome:
 
 def sac_compare(cfg: PendulumConfig, rng: np.random.Generator) -> Outcome:
     """Train DWC (and the baselines of ``cfg``) with SAC, verify every DWC circuit, check the claim."""
+    device = resolve_device(cfg.device)  # a missing device fails here, before anything is computed
     _require_simulator()  # before training, so that a missing simulator costs no training time
     seeds = spawn(rng, cfg.n_seeds)
     streams = [spawn(r, 4) for r in seeds]  # per seed: DWC, FP32 MLP, verification vectors, QAT MLP
     which = {"dwc": 0, "mlp": 1, "qmlp": 3}
     # longest runs first, so that a pool of workers finishes together (the order does not change results)
     jobs = [(s, a, streams[s][which[a]]) for a in cfg.actors() for s in range(cfg.n_seeds)]
-    results = _run_jobs(cfg, jobs)
+    results = _run_jobs(cfg, jobs, device)
     rows, means, mism, tabmax, lat = [], {a: [] for a in cfg.actors()}, [], [], []  # type: ignore[var-annotated]
     fig, ax = new_figure(f"SAC on {cfg.env_id}", "environment step", "episode return")
     labels = {"dwc": "DWC", "mlp": "FP32 MLP", "qmlp": "QAT MLP (W8A8)"}

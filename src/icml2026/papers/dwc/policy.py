@@ -172,15 +172,16 @@ class DWCPolicy(nn.Module):
     def integer_popcounts(self, bits: torch.Tensor) -> torch.Tensor:
         """Popcounts from thermometer bits with integer/boolean ops only: (batch, in_bits) -> (batch, act_dim)."""
         bits = _check_bits(bits, self.lut_layers[0].in_bits)
-        h = bits.to(torch.bool)
+        dev = self.thresholds.device
+        h = bits.to(device=dev, dtype=torch.bool)
         for layer in self.lut_layers:
             idx = layer.indices()  # (N, n)
-            powers = torch.tensor([1 << i for i in range(layer.lut_inputs)], dtype=torch.long)
+            powers = torch.tensor([1 << i for i in range(layer.lut_inputs)], dtype=torch.long, device=dev)
             addr = (h[:, idx].to(torch.long) * powers).sum(-1)  # (batch, N)
             tb = layer.table_bits()
-            h = tb[torch.arange(layer.n_luts).unsqueeze(0), addr]
+            h = tb[torch.arange(layer.n_luts, device=dev).unsqueeze(0), addr]
         pad = self.group_size * self.act_dim - h.shape[1]
-        hl = torch.cat([h.to(torch.long), torch.zeros(h.shape[0], pad, dtype=torch.long)], dim=1)
+        hl = torch.cat([h.to(torch.long), torch.zeros(h.shape[0], pad, dtype=torch.long, device=dev)], dim=1)
         return hl.reshape(h.shape[0], self.act_dim, self.group_size).sum(-1)
 
     @torch.no_grad()
@@ -196,10 +197,10 @@ class DWCPolicy(nn.Module):
         np.ndarray, (act_dim,) or (batch, act_dim), float64.
         """
         single = np.ndim(obs) == 1
-        x = self._check_obs(obs)
+        x = self._check_obs(obs).to(self.thresholds.device)
         bits = thermometer_encode(self.normalizer.normalize(x), self.thresholds)
-        pop = self.integer_popcounts(bits).numpy()
-        a = head_affine(pop, self.group_size, *(p.detach().double().numpy() for p in
+        pop = self.integer_popcounts(bits).cpu().numpy()
+        a = head_affine(pop, self.group_size, *(p.detach().double().cpu().numpy() for p in
                                                 (self.log_alpha, self.beta, self.action_scale, self.action_bias)))
         return a[0] if single else a
 

@@ -4,6 +4,12 @@ One gymnasium env, uniform random actions for ``learning_starts`` steps, twin 25
 Polyak-averaged targets, delayed actor updates (every ``policy_frequency`` steps, ``policy_frequency``
 updates), automatic entropy tuning (target ``-act_dim``). Critics see the normalised observation.
 Checkpoints hold everything but the env's internal state and are loaded with ``weights_only=True``.
+
+Device: ``train_sac(..., device="cuda")`` puts the actor, the critics and their targets, the entropy parameter and
+the replay buffer on that device. Every random draw stays on the CPU generators of the CPU path (drawn there,
+then moved), so the CPU path is the same computation as before the option existed; the env runs on the CPU
+(observations go to the device, actions come back with ``.cpu()``); evaluations and the returned actor are on
+the CPU.
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -21,12 +29,14 @@ from torch import nn
 
 from icml2026.core import torch_generator
 from icml2026.core.config import config, param
+from icml2026.core.device import resolve_device
 from icml2026.core.validate import positive_int
 
 from .baselines import DWCActor, MLPActor, QuantMLPActor, _reinit
 from .policy import DWCPolicy
 
-__all__ = ["ENVS", "SACConfig", "SACResult", "make_actor", "train_sac", "evaluate", "make_env", "check_dwc_size"]
+__all__ = ["ENVS", "SACConfig", "SACResult", "make_actor", "train_sac", "evaluate", "make_env", "check_dwc_size",
+           "module_device", "on_cpu"]
 
 #: MuJoCo tasks a config may name, with their (observation, action) sizes (gymnasium 1.x, -v4). Humanoid
 #: (376 observations) is left out: its 376 * B thermometer bits make the learnable mapping gigabytes large.
@@ -151,11 +161,38 @@ def _critic(obs_dim: int, act_dim: int, hidden: int, g: torch.Generator) -> nn.M
     return net
 
 
+def module_device(module: nn.Module) -> torch.device:
+    """The device of ``module``'s first parameter (or buffer); the CPU for a module without either."""
+    for t in (*module.parameters(), *module.buffers()):
+        return t.device
+    return torch.device("cpu")
+
+
+@contextmanager
+def on_cpu(module: nn.Module) -> Iterator[nn.Module]:
+    """Run the ``with`` body with ``module`` on the CPU (where the numpy paths need it), then move it back.
+
+    A module already on the CPU is not touched.
+    """
+    dev = module_device(module)
+    if dev.type == "cpu":
+        yield module
+        return
+    module.to("cpu")
+    try:
+        yield module
+    finally:
+        module.to(dev)
+
+
 def _sample(actor: Actor, obs: torch.Tensor, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """Reparameterised tanh-Gaussian action and its log-probability (batch,)."""
+    """Reparameterised tanh-Gaussian action and its log-probability (batch,).
+
+    The noise is drawn from the CPU generator ``g`` and moved to ``obs``'s device (the CPU path is unchanged).
+    """
     mean, log_std = actor.dist_params(obs)
     std = log_std.exp()
-    u = mean + std * torch.randn(mean.shape, generator=g)
+    u = mean + std * torch.randn(mean.shape, generator=g).to(mean.device)
     y = torch.tanh(u)
     act = y * actor.action_scale + actor.action_bias
     logp = (-0.5 * ((u - mean) / std) ** 2 - log_std - 0.5 * math.log(2 * math.pi))
@@ -164,7 +201,10 @@ def _sample(actor: Actor, obs: torch.Tensor, g: torch.Generator) -> tuple[torch.
 
 
 def evaluate(actor: Actor, env_id: str, n_episodes: int, rng: np.random.Generator) -> list[float]:
-    """Returns of ``n_episodes`` deterministic episodes (the actor's ``deterministic`` path)."""
+    """Returns of ``n_episodes`` deterministic episodes (the actor's ``deterministic`` path).
+
+    An actor on another device is moved to the CPU for the episodes and back afterwards.
+    """
     n_episodes = positive_int(n_episodes, "n_episodes")
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng: expected a numpy.random.Generator, got {type(rng).__name__}")
@@ -175,20 +215,22 @@ def evaluate(actor: Actor, env_id: str, n_episodes: int, rng: np.random.Generato
         env.close()
         raise ValueError(f"env_id = {env_id!r}: needs a continuous (Box) action space, got {env.action_space}")
     out = []
-    for _ in range(n_episodes):
-        obs, _ = env.reset(seed=int(rng.integers(2**31 - 1)))
-        done, ret = False, 0.0
-        while not done:
-            obs, r, term, trunc, _ = env.step(actor.deterministic(obs).astype(np.float32))
-            ret += float(r)
-            done = bool(term or trunc)
-        out.append(ret)
+    with on_cpu(actor):
+        for _ in range(n_episodes):
+            obs, _ = env.reset(seed=int(rng.integers(2**31 - 1)))
+            done, ret = False, 0.0
+            while not done:
+                obs, r, term, trunc, _ = env.step(actor.deterministic(obs).astype(np.float32))
+                ret += float(r)
+                done = bool(term or trunc)
+            out.append(ret)
     env.close()
     return out
 
 
 def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | Path | None = None,
-              stop_at: int | None = None, progress: bool = False) -> SACResult:
+              stop_at: int | None = None, progress: bool | str = False,
+              device: str | torch.device = "cpu") -> SACResult:
     """Train SAC (CleanRL variant) with ``cfg.actor`` as the policy; resume from ``checkpoint_path`` if it exists.
 
     Parameters
@@ -198,7 +240,11 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
     checkpoint_path : where checkpoints are written every ``cfg.checkpoint_every`` steps and at the end;
         if the file exists training resumes from it (a fresh env episode starts at the resumed step).
     stop_at : stop after this many total steps (simulated interruption; a checkpoint is written).
-    progress : show a progress bar.
+    progress : show progress (``core.progress.track``); a string is used as its description (default
+        ``"SAC <actor> <env_id>"``).
+    device : torch device of the networks, the entropy parameter and the replay buffer ("cpu", "cuda",
+        "cuda:<n>", "mps"); a checkpoint written on one device resumes on any other. The returned actor is on
+        the CPU.
     """
     if not isinstance(cfg, SACConfig):
         raise ValueError(f"cfg: expected a SACConfig, got {type(cfg).__name__}")
@@ -206,6 +252,16 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
         raise ValueError(f"rng: expected a numpy.random.Generator, got {type(rng).__name__}")
     if stop_at is not None:
         stop_at = positive_int(stop_at, "stop_at")
+    if not isinstance(progress, (bool, str)):
+        raise ValueError(f"progress: expected a bool or a description string, got {type(progress).__name__}")
+    if isinstance(device, str):
+        dev = resolve_device(device)
+    elif isinstance(device, torch.device):
+        dev = device
+    else:
+        raise ValueError(f"device = {device!r}: expected a device name (cpu, cuda, cuda:<n>, mps) or a torch.device")
+    if dev.type == "meta":
+        raise ValueError("device = 'meta': SAC needs numbers (the meta device carries shapes only)")
     t0 = time.perf_counter()
     env = make_env(cfg.env_id)
     import gymnasium as gym
@@ -217,21 +273,24 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
     obs_dim, act_dim = int(env.observation_space.shape[0]), int(env.action_space.shape[0])
     high, low = env.action_space.high.astype(np.float64), env.action_space.low.astype(np.float64)
     scale, bias = (high - low) / 2.0, (high + low) / 2.0
-    g = torch_generator(rng)
-    actor = make_actor(cfg, obs_dim, act_dim, scale, bias, g)
+    g = torch_generator(rng)  # a CPU generator on every device: the same draws everywhere
+    # built on the CPU (initial weights from g), then moved
+    actor = make_actor(cfg, obs_dim, act_dim, scale, bias, g).to(dev)
     q1, q2 = _critic(obs_dim, act_dim, cfg.critic_hidden, g), _critic(obs_dim, act_dim, cfg.critic_hidden, g)
     q1t, q2t = _critic(obs_dim, act_dim, cfg.critic_hidden, g), _critic(obs_dim, act_dim, cfg.critic_hidden, g)
+    q1, q2, q1t, q2t = q1.to(dev), q2.to(dev), q1t.to(dev), q2t.to(dev)
     q1t.load_state_dict(q1.state_dict())
     q2t.load_state_dict(q2.state_dict())
     opt_q = torch.optim.Adam([*q1.parameters(), *q2.parameters()], lr=cfg.q_lr)
     opt_pi = torch.optim.Adam(actor.parameters(), lr=cfg.policy_lr, eps=1e-5)
-    log_ent = torch.zeros(1, requires_grad=True)
+    log_ent = torch.zeros(1, device=dev, requires_grad=True)
     opt_ent = torch.optim.Adam([log_ent], lr=cfg.q_lr)
     target_entropy = -float(act_dim)
     cap = min(cfg.buffer_size, cfg.total_steps)
-    buf = {"obs": torch.zeros(cap, obs_dim, dtype=torch.float64), "next": torch.zeros(cap, obs_dim,
-                                                                                       dtype=torch.float64),
-           "act": torch.zeros(cap, act_dim), "rew": torch.zeros(cap), "term": torch.zeros(cap)}
+    buf = {"obs": torch.zeros(cap, obs_dim, dtype=torch.float64, device=dev),
+           "next": torch.zeros(cap, obs_dim, dtype=torch.float64, device=dev),
+           "act": torch.zeros(cap, act_dim, device=dev), "rew": torch.zeros(cap, device=dev),
+           "term": torch.zeros(cap, device=dev)}
     returns: list[float] = []
     ends: list[int] = []
     curve: list[tuple[int, float]] = []  # (step, mean deterministic return) of the periodic evaluations
@@ -241,7 +300,8 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
     start = 0
     ckpt = Path(checkpoint_path) if checkpoint_path is not None else None
     if ckpt is not None and ckpt.exists():
-        state = torch.load(ckpt, weights_only=True)
+        # map_location: a checkpoint written on a GPU resumes on the CPU and vice versa
+        state = torch.load(ckpt, weights_only=True, map_location=dev)
         for mod, key in ((actor, "actor"), (q1, "q1"), (q2, "q2"), (q1t, "q1t"), (q2t, "q2t")):
             mod.load_state_dict(state[key])
         opt_q.load_state_dict(state["opt_q"])
@@ -257,7 +317,7 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
             eval_rng.bit_generator.state = state["eval_rng_state"]
         start = int(state["step"])
         rng.bit_generator.state = state["rng_state"]
-        g.set_state(state["torch_rng"])
+        g.set_state(state["torch_rng"].cpu())  # generator states are CPU byte tensors
 
     def save(step: int) -> None:
         if ckpt is None:
@@ -283,7 +343,8 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
     if progress:
         from icml2026.core.progress import track
 
-        steps = track(steps, f"SAC {cfg.actor} {cfg.env_id}", total=end - start)  # type: ignore[assignment]
+        desc = progress if isinstance(progress, str) else f"SAC {cfg.actor} {cfg.env_id}"
+        steps = track(steps, desc, total=end - start)  # type: ignore[assignment]
     critics = [*q1.parameters(), *q2.parameters()]
     for step in steps:
         actor.normalizer.update(obs)  # parallel-variance update on every env step
@@ -291,12 +352,13 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
             action = rng.uniform(low, high)
         else:
             with torch.no_grad():
-                action = _sample(actor, torch.as_tensor(obs, dtype=torch.float64)[None], g)[0][0].double().numpy()
+                o_t = torch.as_tensor(obs, dtype=torch.float64, device=dev)[None]
+                action = _sample(actor, o_t, g)[0][0].double().cpu().numpy()
         nxt, r, term, trunc, _ = env.step(action.astype(np.float32))
         i = step % cap
-        buf["obs"][i] = torch.as_tensor(obs, dtype=torch.float64)
-        buf["next"][i] = torch.as_tensor(nxt, dtype=torch.float64)
-        buf["act"][i] = torch.as_tensor(action, dtype=torch.float32)
+        buf["obs"][i] = torch.as_tensor(obs, dtype=torch.float64, device=dev)
+        buf["next"][i] = torch.as_tensor(nxt, dtype=torch.float64, device=dev)
+        buf["act"][i] = torch.as_tensor(action, dtype=torch.float32, device=dev)
         buf["rew"][i] = float(r)
         buf["term"][i] = float(term)  # bootstrap through truncation, not through termination
         ep_ret += float(r)
@@ -307,7 +369,7 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
             ep_ret = 0.0
             obs, _ = env.reset()
         if step >= cfg.learning_starts:
-            idx = torch.from_numpy(rng.integers(0, min(step + 1, cap), size=cfg.batch_size))
+            idx = torch.from_numpy(rng.integers(0, min(step + 1, cap), size=cfg.batch_size)).to(dev)
             o, o2 = buf["obs"][idx], buf["next"][idx]
             a, rw, tm = buf["act"][idx], buf["rew"][idx], buf["term"][idx]
             on, o2n = actor.normalizer.normalize(o).float(), actor.normalizer.normalize(o2).float()
@@ -351,9 +413,11 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
             save(step + 1)
     save(end)
     env.close()
+    actor.to("cpu")  # the circuit export, the integer path and the final evaluation run on the CPU
     n_log = min(cfg.log_last_obs, end)
     last = [(end - 1 - j) % cap for j in range(n_log)]
-    logged = buf["obs"][torch.tensor(last, dtype=torch.long)].numpy() if n_log else np.zeros((0, obs_dim))
+    logged = (buf["obs"][torch.tensor(last, dtype=torch.long, device=dev)].cpu().numpy() if n_log
+              else np.zeros((0, obs_dim)))
     evals = evaluate(actor, cfg.env_id, cfg.eval_episodes, rng) if end == cfg.total_steps else []
     return SACResult(actor, returns, ends, evals, logged, end, time.perf_counter() - t0, resumed_from=start,
                      extra={"eval_curve": curve})

@@ -8,6 +8,7 @@ import torch
 from icml2026.core.validate import as_array, finite_number, positive_int, same_length
 
 from .baselines import DWCActor, MLPActor
+from .sac import module_device
 
 __all__ = ["fit_mse"]
 
@@ -23,6 +24,8 @@ def fit_mse(actor: DWCActor | MLPActor, states: np.ndarray, actions: np.ndarray,
     Returns
     -------
     list of per-step training losses.
+
+    Runs on the actor's device; the minibatch indices are drawn on the CPU ``generator`` and moved there.
     """
     xs = as_array(states, "states", ndim=2)
     ys = as_array(actions, "actions", ndim=2)
@@ -36,10 +39,12 @@ def fit_mse(actor: DWCActor | MLPActor, states: np.ndarray, actions: np.ndarray,
     x = torch.as_tensor(xs)
     y = torch.as_tensor(ys.astype(np.float32))
     actor.normalizer.update(x)
+    dev = module_device(actor)
+    x, y = x.to(dev), y.to(dev)
     opt = torch.optim.Adam(actor.parameters(), lr=lr)
     losses = []
     for _ in range(steps):
-        idx = torch.randint(0, x.shape[0], (batch_size,), generator=generator)
+        idx = torch.randint(0, x.shape[0], (batch_size,), generator=generator).to(dev)
         z = actor.dist_params(x[idx])[0]
         pred = torch.tanh(z) * actor.action_scale + actor.action_bias
         loss = ((pred - y[idx]) ** 2).mean()
