@@ -283,7 +283,10 @@ class AdversarialEraser:
     def __init__(self, config: AdversarialEraserConfig | None = None) -> None:
         self.config = config or AdversarialEraserConfig()
 
-    def fit(self, X: np.ndarray, concept: np.ndarray, *, rng: np.random.Generator) -> AdversarialEraser:
+    def fit(
+        self, X: np.ndarray, concept: np.ndarray, *, rng: np.random.Generator, device: Any = "cpu"
+    ) -> AdversarialEraser:
+        """Train the eraser on ``device`` (initial weights and batch orders are drawn on the CPU and moved)."""
         import torch
 
         cfg = self.config
@@ -296,15 +299,15 @@ class AdversarialEraser:
         self.mean_, self.scale_ = X.mean(0), X.std(0)
         self.scale_[self.scale_ < 1e-12] = 1.0
         d = X.shape[1]
-        Xs = torch.as_tensor((X - self.mean_) / self.scale_)
-        zt = torch.as_tensor(idx, dtype=torch.long)
+        Xs = torch.as_tensor((X - self.mean_) / self.scale_).to(device)
+        zt = torch.as_tensor(idx, dtype=torch.long).to(device)
         gen = torch_generator(rng)
-        self.net_ = _mlp(d, (cfg.hidden, cfg.hidden), d, gen)  # encoder-decoder d -> h -> h -> d
-        adversary = _mlp(d, (cfg.hidden, cfg.hidden), len(self.classes_), gen)
+        self.net_ = _mlp(d, (cfg.hidden, cfg.hidden), d, gen).to(device)  # encoder-decoder d -> h -> h -> d
+        adversary = _mlp(d, (cfg.hidden, cfg.hidden), len(self.classes_), gen).to(device)
         opt = torch.optim.Adam([*self.net_.parameters(), *adversary.parameters()], lr=cfg.lr)
         self.losses_ = []
         for _ in range(cfg.n_epochs):
-            order = torch.randperm(len(Xs), generator=gen)
+            order = torch.randperm(len(Xs), generator=gen).to(device)
             total = 0.0
             for s in range(0, len(order), cfg.batch_size):
                 b = order[s : s + cfg.batch_size]
@@ -329,6 +332,7 @@ class AdversarialEraser:
         X = check_features_labels(X, None, name="X")[0]
         if X.shape[1] != len(self.mean_):
             raise ValueError(f"X has {X.shape[1]} features, the eraser was fitted on {len(self.mean_)}")
+        device = next(self.net_.parameters()).device
         with torch.no_grad():
-            out = self.net_(torch.as_tensor((X - self.mean_) / self.scale_)).numpy()
+            out = self.net_(torch.as_tensor((X - self.mean_) / self.scale_).to(device)).cpu().numpy()
         return out * self.scale_ + self.mean_

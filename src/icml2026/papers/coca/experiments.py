@@ -9,6 +9,7 @@ import numpy as np
 
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
+from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
 
@@ -42,9 +43,15 @@ class LinearErasureConfig:
     train_fraction: float = param(0.75, 0.1, 0.9)
     probe_epochs: int = param(40, 1, 1000)
     n_repeats: int = param(5, 1, 20, help="independent train/test splits and probe seeds (checks use the mean)")
+    device: str = param("cpu", help="torch device of the probes: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+
+    def __post_init__(self) -> None:
+        check_device_name(self.device)
 
 
-def _linear_erasure_once(w: Any, cfg: LinearErasureConfig, rng: np.random.Generator) -> dict[str, float]:
+def _linear_erasure_once(
+    w: Any, cfg: LinearErasureConfig, rng: np.random.Generator, device: Any = "cpu"
+) -> dict[str, float]:
     tr, te = _split(cfg.n, cfg.train_fraction, rng)
     pc = ProbeConfig(max_epochs=cfg.probe_epochs)
     eraser = LeaceConceptEraser().fit(w.X[tr], w.concept[tr], rng=rng)
@@ -53,7 +60,7 @@ def _linear_erasure_once(w: Any, cfg: LinearErasureConfig, rng: np.random.Genera
     for tag, X in (("before", w.X), ("after", Xe)):
         for lab, y in (("concept", w.concept), ("benign", w.benign)):
             for kind in ("linear", "mlp"):
-                probe = fit_probe(X[tr], y[tr], kind, rng=rng, config=pc)
+                probe = fit_probe(X[tr], y[tr], kind, rng=rng, config=pc, device=device)
                 acc[f"{lab}_{kind}_{tag}"] = probe.accuracy(X[te], y[te])
     acc["benign_drop_linear"] = acc["benign_linear_before"] - acc["benign_linear_after"]
     acc["benign_drop_mlp"] = acc["benign_mlp_before"] - acc["benign_mlp_after"]
@@ -78,8 +85,12 @@ def _linear_erasure_once(w: Any, cfg: LinearErasureConfig, rng: np.random.Genera
     },
 )
 def linear_erasure(cfg: LinearErasureConfig, rng: np.random.Generator) -> Outcome:
+    device = resolve_device(cfg.device)
     w = linear_world(cfg.d, cfg.n, cfg.world_seed)
-    reps = [_linear_erasure_once(w, cfg, sub) for sub in spawn(rng, cfg.n_repeats)]
+    reps = [
+        _linear_erasure_once(w, cfg, sub, device)
+        for sub in track(spawn(rng, cfg.n_repeats), "linear erasure: repeats", total=cfg.n_repeats)
+    ]
     metrics = {k: float(np.mean([r[k] for r in reps])) for k in reps[0]}
     metrics["benign_drop"] = max(metrics["benign_drop_linear"], metrics["benign_drop_mlp"])
     for k in ("concept_linear_after", "concept_mlp_after", "benign_drop_linear", "benign_drop_mlp"):
@@ -114,6 +125,12 @@ class XorFrontierConfig:
     eraser_epochs: int = param(30, 1, 1000)
     probe_epochs: int = param(60, 1, 1000)
     probe_patience: int = param(8, 1, 1000)
+    device: str = param(
+        "cpu", help="torch device of the adversarial erasers and probes: cpu, cuda, cuda:<n>, mps (--device)"
+    )
+
+    def __post_init__(self) -> None:
+        check_device_name(self.device)
 
 
 @experiment(
@@ -129,6 +146,7 @@ class XorFrontierConfig:
     },
 )
 def xor_frontier(cfg: XorFrontierConfig, rng: np.random.Generator) -> Outcome:
+    device = resolve_device(cfg.device)
     w = xor_world(cfg.d, cfg.n, cfg.world_seed)
     tr, te = _split(cfg.n, cfg.train_fraction, rng)
     pc = ProbeConfig(max_epochs=cfg.probe_epochs, patience=cfg.probe_patience)
@@ -138,14 +156,19 @@ def xor_frontier(cfg: XorFrontierConfig, rng: np.random.Generator) -> Outcome:
     warned = any(issubclass(c.category, ConceptSignalWarning) for c in caught)
     reps: dict[str, np.ndarray] = {"none": w.X, "leace": leace.transform(w.X)}
     reps["qleace"] = QuadraticConceptEraser().fit(w.X[tr], w.concept[tr]).transform(w.X, w.concept)
-    for lam, sub in zip(cfg.strengths, spawn(rng, len(cfg.strengths)), strict=True):
+    jobs = list(zip(cfg.strengths, spawn(rng, len(cfg.strengths)), strict=True))
+    for lam, sub in track(jobs, "xor frontier: adversarial erasers", total=len(jobs)):
         adv = AdversarialEraser(AdversarialEraserConfig(strength=lam, n_epochs=cfg.eraser_epochs))
-        reps[f"adv_{lam:g}"] = adv.fit(w.X[tr], w.concept[tr], rng=sub).transform(w.X)
+        reps[f"adv_{lam:g}"] = adv.fit(w.X[tr], w.concept[tr], rng=sub, device=device).transform(w.X)
     rows: list[dict[str, Any]] = []
-    for name, X in reps.items():
-        lin = fit_probe(X[tr], w.concept[tr], "linear", rng=rng, config=pc).accuracy(X[te], w.concept[te])
-        mlp = fit_probe(X[tr], w.concept[tr], "mlp", rng=rng, config=pc).accuracy(X[te], w.concept[te])
-        yhat = fit_probe(X[tr], w.benign[tr], "mlp", rng=rng, config=pc).predict(X[te])
+    for name, X in track(list(reps.items()), "xor frontier: probes", total=len(reps)):
+        lin = fit_probe(X[tr], w.concept[tr], "linear", rng=rng, config=pc, device=device).accuracy(
+            X[te], w.concept[te]
+        )
+        mlp = fit_probe(X[tr], w.concept[tr], "mlp", rng=rng, config=pc, device=device).accuracy(
+            X[te], w.concept[te]
+        )
+        yhat = fit_probe(X[tr], w.benign[tr], "mlp", rng=rng, config=pc, device=device).predict(X[te])
         benign = float(np.mean(yhat == w.benign[te]))
         via_g = float(np.mean(xor_of_quadrant(yhat) == w.concept[te]))  # concept recovered as g(Y_hat)
         rows.append(
@@ -265,6 +288,7 @@ _SPREAD_KEYS = (
     },
 )
 def toy_coca(cfg: ToyExperimentConfig, rng: np.random.Generator) -> Outcome:
+    resolve_device(cfg.device)  # fail before any work when the device is missing (run_toy uses it)
     runs = [
         run_toy(cfg, sub).metrics
         for sub in track(spawn(rng, cfg.n_seeds), "coca toy: seeds", total=cfg.n_seeds)

@@ -238,6 +238,7 @@ def collect_activations(
     for i, ids in enumerate(seqs):
         by_len.setdefault(len(ids), []).append(i)
     acts: list[np.ndarray | None] = [None] * len(seqs)
+    device = next(model.parameters()).device
     handle = block.register_forward_hook(hook)
     try:
         with torch.no_grad():
@@ -245,7 +246,7 @@ def collect_activations(
                 for s in range(0, len(group), batch_size):
                     chunk = group[s : s + batch_size]
                     store.clear()
-                    model(input_ids=torch.tensor([seqs[i] for i in chunk]), use_cache=False)
+                    model(input_ids=torch.tensor([seqs[i] for i in chunk], device=device), use_cache=False)
                     out = store[0].double().cpu().numpy()
                     for j, i in enumerate(chunk):
                         acts[i] = out[j]

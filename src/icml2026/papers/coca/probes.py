@@ -46,9 +46,10 @@ class Probe:
         X = check_features_labels(X, None, name="X")[0]
         if X.shape[1] != self.mean_.shape[0]:
             raise ValueError(f"X has {X.shape[1]} features, the probe was fitted on {self.mean_.shape[0]}")
+        device = next(self.net.parameters()).device
         with torch.no_grad():
-            logits = self.net(torch.as_tensor((X - self.mean_) / self.scale_))
-        return self.classes_[logits.argmax(-1).numpy()]
+            logits = self.net(torch.as_tensor((X - self.mean_) / self.scale_).to(device))
+        return self.classes_[logits.argmax(-1).cpu().numpy()]
 
     def accuracy(self, X: np.ndarray, y: np.ndarray) -> float:
         """Fraction of ``y`` predicted correctly."""
@@ -82,8 +83,13 @@ def fit_probe(
     *,
     rng: np.random.Generator,
     config: ProbeConfig | None = None,
+    device: Any = "cpu",
 ) -> Probe:
-    """Fit a linear (logistic regression) or MLP probe predicting ``y`` (n,) from ``X`` (n, d)."""
+    """Fit a linear (logistic regression) or MLP probe predicting ``y`` (n,) from ``X`` (n, d).
+
+    The probe is trained on ``device`` (a torch device or its name); its initial weights and mini-batch
+    orders are drawn on the CPU and moved, so they do not depend on the device.
+    """
     import torch
 
     if kind not in ("linear", "mlp"):
@@ -100,12 +106,12 @@ def fit_probe(
     mean = X.mean(0)
     scale = X.std(0)
     scale[scale < 1e-12] = 1.0
-    Xs = torch.as_tensor((X - mean) / scale)
-    yt = torch.as_tensor(y_idx, dtype=torch.long)
+    Xs = torch.as_tensor((X - mean) / scale).to(device)
+    yt = torch.as_tensor(y_idx, dtype=torch.long).to(device)
     gen = torch_generator(rng)
     k = len(classes)
     if kind == "linear":
-        net = torch.nn.Linear(X.shape[1], k, dtype=torch.float64)
+        net = torch.nn.Linear(X.shape[1], k, dtype=torch.float64).to(device)
         with torch.no_grad():
             net.weight.zero_()
             net.bias.zero_()
@@ -124,11 +130,12 @@ def fit_probe(
     perm = torch.randperm(n, generator=gen)
     n_val = max(1, int(round(cfg.val_fraction * n)))
     val, tr = perm[:n_val], perm[n_val:]
-    net = _mlp(X.shape[1], cfg.hidden, k, gen)
+    val = val.to(device)
+    net = _mlp(X.shape[1], cfg.hidden, k, gen).to(device)
     adam = torch.optim.Adam(net.parameters(), lr=cfg.lr)
     best, best_state, bad = -1.0, None, 0
     for _ in range(cfg.max_epochs):
-        order = tr[torch.randperm(len(tr), generator=gen)]
+        order = tr[torch.randperm(len(tr), generator=gen)].to(device)
         for s in range(0, len(order), cfg.batch_size):
             b = order[s : s + cfg.batch_size]
             loss = torch.nn.functional.cross_entropy(net(Xs[b]), yt[b])

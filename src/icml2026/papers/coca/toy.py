@@ -19,6 +19,7 @@ import numpy as np
 
 from icml2026.core import spawn, torch_generator
 from icml2026.core.config import config, param
+from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.textgen import (
     HFLocalBackend,
     TinyLMConfig,
@@ -122,8 +123,10 @@ class ToyConfig:
     init_jitter: float = param(
         0.0, 0.0, 1e-3, help="std of Gaussian noise added to the initial weights (float-noise robustness test)"
     )
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
 
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         if self.layer >= self.n_layers:
             raise ValueError(f"layer = {self.layer}: must be < n_layers ({self.n_layers})")
         if self.d_model % self.n_heads:
@@ -254,19 +257,21 @@ def _probe_inputs(lang: ToyLanguage, tok: VocabTokenizer, site: str) -> list[lis
 
 def _probe_all(
     acts: np.ndarray, y: np.ndarray, tr: np.ndarray, te: np.ndarray, prefix: str, rng: np.random.Generator,
-    *, full: bool,
+    *, full: bool, device: Any = "cpu",
 ) -> dict[str, float]:
     """Held-out linear (and, if ``full``, MLP and after-LEACE) probe accuracies of harmfulness."""
     from .erasure import leace_reference
     from .probes import fit_probe
 
-    out = {f"{prefix}_linear": fit_probe(acts[tr], y[tr], "linear", rng=rng).accuracy(acts[te], y[te])}
+    out = {
+        f"{prefix}_linear": fit_probe(acts[tr], y[tr], "linear", rng=rng, device=device).accuracy(acts[te], y[te])
+    }
     if full:
-        out[f"{prefix}_mlp"] = fit_probe(acts[tr], y[tr], "mlp", rng=rng).accuracy(acts[te], y[te])
+        out[f"{prefix}_mlp"] = fit_probe(acts[tr], y[tr], "mlp", rng=rng, device=device).accuracy(acts[te], y[te])
         p, bvec = leace_reference(acts[tr], y[tr])
         erased = acts @ p.T + bvec
         for kind in ("linear", "mlp"):
-            out[f"{prefix}_{kind}_after_leace"] = fit_probe(erased[tr], y[tr], kind, rng=rng).accuracy(
+            out[f"{prefix}_{kind}_after_leace"] = fit_probe(erased[tr], y[tr], kind, rng=rng, device=device).accuracy(
                 erased[te], y[te]
             )
     return out
@@ -291,11 +296,14 @@ def run_toy(cfg: ToyConfig, rng: np.random.Generator) -> ToyResult:
     read the block-``cfg.layer`` output at the sites of :data:`PROBE_SITES`, on the aligned models and on
     two controls: the untrained (random-init) model and the pretrained base without intervention
     (``probe_control_untrained``, ``probe_control_base``, at the concept slot; ``*_prompt`` at the prompt).
+    Models, interventions and probes are initialised on the CPU (same draws on every device) and run on
+    ``cfg.device``.
     """
     if not isinstance(cfg, ToyConfig):
         raise ValueError(f"cfg: expected a ToyConfig, got {type(cfg).__name__}")
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng: expected a numpy Generator, got {type(rng).__name__}")
+    device = resolve_device(cfg.device)
     jitter_rng, control_rng = spawn(rng, 2)  # own streams: the main stream is the same with or without
     lang = ToyLanguage(cfg.n_values, cfg.n_fillers, cfg.harm_rule)
     tok = _vocab(lang)
@@ -312,29 +320,33 @@ def run_toy(cfg: ToyConfig, rng: np.random.Generator) -> ToyResult:
 
     def probe(model: Any, site: str, prefix: str, full: bool = False) -> None:
         acts = np.asarray(collect_activations(model, inputs[site], cfg.layer, [-1] * len(reqs)))
-        res = _probe_all(acts, y, tr_idx, te_idx, prefix, rng, full=full)
+        res = _probe_all(acts, y, tr_idx, te_idx, prefix, rng, full=full, device=device)
         if prefix.startswith("probe_control"):  # controls are linear probes, named without a suffix
             res = {prefix: res[f"{prefix}_linear"]}
         metrics.update(res)
 
     # control 1: the same architecture, untrained (random init): what the probe reads from the input alone
-    untrained = build_tiny_causal_lm(mcfg, tok, torch_generator(control_rng))
+    untrained = build_tiny_causal_lm(mcfg, tok, torch_generator(control_rng)).to(device)
     probe(untrained, "slot", "probe_control_untrained")
     probe(untrained, "prompt", "probe_control_untrained_prompt")
     del untrained
 
     base = build_tiny_causal_lm(mcfg, tok, torch_generator(rng))
-    _jitter(base, cfg.init_jitter, jitter_rng)
+    _jitter(base, cfg.init_jitter, jitter_rng)  # on the CPU, before the move: same noise on every device
+    base = base.to(device)
     pre_losses = train_causal_lm(
         base,
         tok,
         _pretrain_texts(lang),
         TrainConfig(n_steps=cfg.pretrain_steps, batch_size=cfg.batch_size),
         rng,
+        progress="coca toy: pretraining",
     )
     metrics["pretrain_final_loss"] = float(np.mean(pre_losses[-20:]))
     base_state = {k: v.clone() for k, v in base.state_dict().items()}
-    metrics.update(_evaluate(HFLocalBackend(base, tok, batch_size=128), lang, test_reqs, "base", rng))
+    metrics.update(
+        _evaluate(HFLocalBackend(base, tok, batch_size=128, device=device), lang, test_reqs, "base", rng)
+    )
     # control 2: the pretrained base, no intervention: what pretraining alone put there
     probe(base, "slot", "probe_control_base")
     probe(base, "prompt", "probe_control_base_prompt")
@@ -342,7 +354,7 @@ def run_toy(cfg: ToyConfig, rng: np.random.Generator) -> ToyResult:
         base.load_state_dict(base_state)
         for p in base.parameters():
             p.requires_grad_(False)
-        module = LoReFTIntervention(cfg.d_model, cfg.rank, torch_generator(rng))
+        module = LoReFTIntervention(cfg.d_model, cfg.rank, torch_generator(rng)).to(device)
         base.add_module("coca_intervention", module)  # so the core trainer's optimiser sees its parameters
         # Deviation: the intervention acts at every position, generated tokens included (pyreft's default
         # intervenes at chosen prompt positions only; apply_intervention(positions=...) supports that).
@@ -353,9 +365,11 @@ def run_toy(cfg: ToyConfig, rng: np.random.Generator) -> ToyResult:
                 _safety_examples(lang, train_reqs, style == "coca"),
                 TrainConfig(n_steps=cfg.align_steps, batch_size=cfg.batch_size, lr=cfg.align_lr),
                 rng,
+                progress=f"coca toy: {style} alignment",
             )
             metrics[f"{style}_align_final_loss"] = float(np.mean(losses[-20:]))
-            metrics.update(_evaluate(HFLocalBackend(base, tok, batch_size=128), lang, test_reqs, style, rng))
+            backend = HFLocalBackend(base, tok, batch_size=128, device=device)
+            metrics.update(_evaluate(backend, lang, test_reqs, style, rng))
             # the plain model decides at the prompt; the COCA model computes the concept at the slot
             probe(base, "prompt" if style == "plain" else "slot", f"{style}_probe", full=True)
             if style == "coca":
