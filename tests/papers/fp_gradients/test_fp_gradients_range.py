@@ -152,12 +152,15 @@ def test_no_check_puts_a_brief_or_prototype_figure_in_the_paper_column():
 
 
 @pytest.mark.parametrize("activation", ["elu", "gelu", "silu", "sigmoid", "tanh"])
-def test_other_activations_are_refused_with_the_reason(activation):
+def test_other_activations_are_built_by_construct(activation):
+    # issue 27: construct(..., activation=...) builds the five smooth activations (activations.py)
     from icml2026.papers.fp_gradients import construct
+    from icml2026.papers.fp_gradients.activations import ACTIVATION_SPECS, verify_activation
 
     xs = np.array([0.0, 1.0], F32)
-    with pytest.raises(ValueError, match="not implemented.*kink"):
-        construct(xs, xs, xs, "identity", activation=activation)
+    net = construct(xs, xs, xs, "identity", activation=activation)
+    assert any(isinstance(m, type(ACTIVATION_SPECS[activation].module())) for m in net)
+    assert verify_activation(net, xs, xs, xs, "identity").ok
     with pytest.raises(ValueError, match="unknown activation"):
         construct(xs, xs, xs, "identity", activation="swish2")
     assert isinstance(construct(xs, xs, xs, "identity", activation="relu"), torch.nn.Sequential)
