@@ -9,7 +9,9 @@ import numpy as np
 
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
+from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.plotting import new_figure
+from icml2026.core.progress import track
 
 from .aggregate import Aggregation, Rule, aggregate
 from .correlation import (
@@ -192,12 +194,13 @@ def _train_families(
 ) -> np.ndarray:
     """Train family i on corpora[i]; return answer distributions (m, q, V)."""
     probs = []
-    for name, corpus, r in zip(families, corpora, spawn(rng, len(families)), strict=True):
+    jobs = list(zip(families, corpora, spawn(rng, len(families)), strict=True))
+    for name, corpus, r in track(jobs, "train model families", total=len(jobs)):
         probs.append(make_family(name, fam).fit(corpus, r).answer_probs(prompts, options))
     return np.stack(probs)
 
 
-def _family(cfg: FactsConfig | ArithmeticConfig | RandomStringsConfig) -> FamilyConfig:
+def _family(cfg: FactsConfig | ArithmeticConfig | RandomStringsConfig, device: str) -> FamilyConfig:
     return FamilyConfig(
         d_model=cfg.d_model,
         lm_steps=cfg.lm_steps,
@@ -206,6 +209,7 @@ def _family(cfg: FactsConfig | ArithmeticConfig | RandomStringsConfig) -> Family
         cnn_epochs=cfg.cnn_epochs,
         knn_k=cfg.knn_k,
         smoothing=cfg.smoothing,
+        device=device,
     )
 
 
@@ -230,7 +234,10 @@ class FactsConfig:
     entropy_threshold: float = param(0.5, 0, 1, hi_open=True, help="uncertain: entropy > threshold * ln V")
     n_boot: int = param(1000, 10, 10_000, help="bootstrap resamples of the C2 CIs")
 
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         if self.n_samples < len(self.families):
             raise ValueError(f"n_samples = {self.n_samples}: must be >= the number of families ({len(self.families)})")
         if self.d_model % 4:
@@ -251,10 +258,11 @@ class FactsConfig:
     },
 )
 def facts(cfg: FactsConfig, rng: np.random.Generator) -> Outcome:
+    device = str(resolve_device(cfg.device))  # a device this machine lacks stops the run here
     corpus = make_fact_corpus(cfg.n_entities, rng, n_options=cfg.n_options)
     n_m = len(cfg.families)
     corpora = [subsample_lines(corpus.lines, cfg.keep, rng) for _ in range(n_m)]
-    probs = _train_families(corpora, corpus.questions, corpus.options, _family(cfg), cfg.families, rng)
+    probs = _train_families(corpora, corpus.questions, corpus.options, _family(cfg, device), cfg.families, rng)
     ans = sample_answers(probs, cfg.n_samples, rng)
     conf = np.round(np.take_along_axis(probs[:, None, :, :].repeat(cfg.n_samples, 1), ans[..., None], 3)[..., 0], 2)
     # ^ verbalised confidence "NN%": the model's own probability of its sampled answer, to the percent
@@ -380,7 +388,10 @@ class ArithmeticConfig:
     knn_k: int = param(5, 1, 1000, help="neighbours of the count model")
     smoothing: float = param(0.1, 0, 100, lo_open=True, help="add-alpha of the count model")
 
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         if not self.low + 9 <= self.high <= self.low + 100:
             raise ValueError(
                 f"high = {self.high}: must be in [low + 9, low + 100] = [{self.low + 9}, {self.low + 100}] "
@@ -408,10 +419,11 @@ class ArithmeticConfig:
     },
 )
 def arithmetic(cfg: ArithmeticConfig, rng: np.random.Generator) -> Outcome:
+    device = str(resolve_device(cfg.device))  # a device this machine lacks stops the run here
     task = make_arithmetic(cfg.n_test, rng, train_frac=cfg.train_frac, low=cfg.low, high=cfg.high)
     n_m = len(cfg.families)
     corpora = [subsample_lines(task.train, cfg.keep, rng) for _ in range(n_m)]
-    probs = _train_families(corpora, task.questions, task.options, _family(cfg), cfg.families, rng)
+    probs = _train_families(corpora, task.questions, task.options, _family(cfg, device), cfg.families, rng)
     ans = sample_answers(probs, cfg.n_samples, rng)
     gold = task.gold
 
@@ -485,7 +497,10 @@ class RandomStringsConfig:
     smoothing: float = param(0.1, 0, 100, lo_open=True, help="add-alpha of the count model")
     n_perm: int = param(200, 1, 1000, help="permutations of the mutual-information test")
 
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         if self.d_model % 4:
             raise ValueError(f"d_model = {self.d_model}: must be a multiple of 4 (the transformer's 4 heads)")
 
@@ -533,8 +548,9 @@ def _probe(task_probs: np.ndarray, rng: np.random.Generator, n_perm: int) -> dic
     },
 )
 def random_strings(cfg: RandomStringsConfig, rng: np.random.Generator) -> Outcome:
+    device = str(resolve_device(cfg.device))  # a device this machine lacks stops the run here
     metrics: dict[str, float] = {}
-    family = _family(cfg)
+    family = _family(cfg, device)
     for shared in (True, False):
         task = make_random_digit_task(
             len(cfg.families),

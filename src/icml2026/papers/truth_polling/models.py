@@ -19,6 +19,7 @@ from scipy import sparse
 from scipy.special import logsumexp
 
 from icml2026.core.config import config, param
+from icml2026.core.device import check_device_name
 from icml2026.core.progress import track
 from icml2026.core.rng import torch_generator
 from icml2026.core.validate import as_probabilities, positive_int
@@ -48,8 +49,10 @@ class FamilyConfig:
     cnn_epochs: int = param(30, 1, 500)
     knn_k: int = param(5, 1, 1000)
     smoothing: float = param(0.1, 0, 100, lo_open=True, help="add-alpha of the count model")
+    device: str = param("cpu", help="torch device of the neural families (weights drawn on the CPU, then moved)")
 
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         if self.d_model % 4:
             raise ValueError(f"d_model = {self.d_model}: must be a multiple of 4 (the transformer's 4 heads)")
 
@@ -96,6 +99,7 @@ class TransformerLM(AnswerModel):
             level="word",
             model_config=TinyLMConfig(d_model=self.cfg.d_model, n_layers=2, n_heads=4, max_len=longest),
             train_config=TrainConfig(n_steps=self.cfg.lm_steps, batch_size=self.cfg.batch_size, lr=self.cfg.lr),
+            device=self.cfg.device,
             name="transformer",
             progress="train transformer family (steps)",
         )
@@ -135,6 +139,9 @@ class GRULanguageModel(AnswerModel):
         with torch.no_grad():
             for p in params:
                 p.uniform_(-1 / math.sqrt(d), 1 / math.sqrt(d), generator=g)
+        for m in (self.emb_, self.gru_, self.out_):  # drawn on the CPU above, then moved
+            m.to(self.cfg.device)
+        params = [*self.emb_.parameters(), *self.gru_.parameters(), *self.out_.parameters()]
         seqs = [[self._bos(), *self.tok_.encode(t), self._eos()] for t in texts]
         opt = torch.optim.Adam(params, lr=self.cfg.lr)
         for _ in track(range(self.cfg.lm_steps), "train GRU family (steps)", total=self.cfg.lm_steps):
@@ -160,8 +167,9 @@ class GRULanguageModel(AnswerModel):
         import torch
 
         width = max(len(s) for s in batch)
-        ids = torch.tensor([s + [self.tok_.pad_id] * (width - len(s)) for s in batch])
-        mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in batch])
+        dev = self.out_.weight.device
+        ids = torch.tensor([s + [self.tok_.pad_id] * (width - len(s)) for s in batch], device=dev)
+        mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in batch], device=dev)
         return ids, mask
 
     def _logits(self, ids: Any) -> Any:
@@ -183,8 +191,8 @@ class GRULanguageModel(AnswerModel):
                 ids, _ = self._pad([a + b for a, b in chunk])
                 logp = torch.log_softmax(self._logits(ids), -1)
                 for j, (a, b) in enumerate(chunk):
-                    pos = torch.arange(len(a) - 1, len(a) + len(b) - 1)
-                    scores[start + j] = float(logp[j, pos, torch.tensor(b)].sum())
+                    pos = torch.arange(len(a) - 1, len(a) + len(b) - 1, device=logp.device)
+                    scores[start + j] = float(logp[j, pos, torch.tensor(b, device=logp.device)].sum())
         return _normalise_logits(scores.reshape(len(prompts), len(options)))
 
 
@@ -275,14 +283,16 @@ class CharCNNClassifier(AnswerModel):
         with torch.no_grad():
             for p in self.net_.parameters():
                 p.normal_(0.0, 0.1, generator=g) if p.dim() > 1 else p.zero_()
+        self.net_.to(self.cfg.device)  # drawn on the CPU above; batches are cut on the CPU and moved
+        dev = next(self.net_.parameters()).device
         x = self._encode([p for p, _ in lines])
         y = torch.tensor([index[a] for _, a in lines])
         opt = torch.optim.Adam(self.net_.parameters(), lr=1e-2)
-        for _ in range(self.cfg.cnn_epochs):
+        for _ in track(range(self.cfg.cnn_epochs), "train char-CNN family (epochs)", total=self.cfg.cnn_epochs):
             order = rng.permutation(len(lines))
             for start in range(0, len(order), 128):
                 idx = torch.as_tensor(order[start : start + 128])
-                loss = torch.nn.functional.cross_entropy(self._forward(x[idx]), y[idx])
+                loss = torch.nn.functional.cross_entropy(self._forward(x[idx].to(dev)), y[idx].to(dev))
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
@@ -298,7 +308,8 @@ class CharCNNClassifier(AnswerModel):
         import torch
 
         with torch.no_grad():
-            logits = self._forward(self._encode(prompts)).double().numpy()
+            x = self._encode(prompts).to(next(self.net_.parameters()).device)
+            logits = self._forward(x).double().cpu().numpy()
         col = {a: i for i, a in enumerate(self.classes_)}
         out = np.full((len(prompts), len(options)), -np.inf)
         for j, o in enumerate(options):
