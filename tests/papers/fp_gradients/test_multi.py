@@ -7,6 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from icml2026.core import make_rng
+from icml2026.core.registry import get_experiment
 from icml2026.papers.fp_gradients import (
     ConstructionError,
     build_multi_construction,
@@ -128,6 +130,22 @@ def test_bad_phis_and_activation() -> None:
         construct_multi(xs, g, np.array([[0.1]]), ("identity",))  # 0.1 as float64 is not a float32
 
 
+def test_multi_loss_smoke_preset() -> None:
+    exp = get_experiment("fp_gradients.multi_loss")
+    out = exp(exp.config("smoke"), make_rng(0))
+    assert out.passed, [(c.name, c.value, c.target) for c in out.checks]
+    assert out.metrics["total_points"] == 6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_multi_loss_quick_preset(seed: int) -> None:
+    exp = get_experiment("fp_gradients.multi_loss")
+    out = exp(exp.config("quick"), make_rng(seed))
+    assert out.passed, [(c.name, c.value, c.target) for c in out.checks]
+    assert out.metrics["total_points"] == 40 and out.metrics["total_refused"] == 0
+
+
 _F32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
 
 
@@ -162,3 +180,14 @@ def test_whole_range_targets_meeting_the_necessary_conditions(g: list[float], h:
         assert "need equal targets" not in msg and "every float network" not in msg, msg
         return
     assert _mismatches(net, xs, g32, h32, PHIS) == 0
+
+
+def test_point_without_channels_is_padded_to_the_network_depth() -> None:
+    # point 0 has only zero targets (no channel), point 1 needs deep channels: one depth for both
+    xs = np.array([0.0, 1.0], dtype=np.float32)
+    g = np.array([2.5, 0.75], dtype=np.float32)
+    h = np.array([[0.0, 3e38], [0.0, -1e-44]], dtype=np.float32)
+    phis = ("identity", "softplus")
+    con = build_multi_construction(xs, g, h, phis)
+    assert con.n_x + con.n_y > 0 and not con.plans[0].channels
+    assert _mismatches(con.to_sequential(), xs, g, h, phis) == 0

@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import cache
+from typing import Any
 
 import numpy as np
 from torch import nn
@@ -147,17 +148,21 @@ class MultiPointPlan:
     channels: tuple[ChannelPlan, ...]
     seeds: tuple[float, ...]
     grads: tuple[float, ...]
+    # X and Y depth of the point's block (every channel padded to it; also without channels)
+    depth_x: int = 0
+    depth_y: int = 0
 
     @property
     def n_x(self) -> int:
-        return max([c.n_x for c in self.channels] + [0])
+        return max([c.n_x for c in self.channels] + [self.depth_x])
 
     @property
     def n_y(self) -> int:
-        return max([c.n_y for c in self.channels] + [0])
+        return max([c.n_y for c in self.channels] + [self.depth_y])
 
     def padded(self, n_x: int, n_y: int) -> MultiPointPlan:
-        return replace(self, channels=tuple(c.padded(n_x, n_y) for c in self.channels))
+        chans = tuple(c.padded(n_x, n_y) for c in self.channels)
+        return replace(self, channels=chans, depth_x=n_x, depth_y=n_y)
 
 
 @dataclass
@@ -191,11 +196,19 @@ class MultiConstruction:
 
 
 # -------------------------------------------------------------------------------------- selector
-def _f32(x: float) -> np.float32:
+_Num = float | np.floating[Any]
+
+
+def _f32(x: _Num) -> np.float32:
     return np.float32(x)
 
 
-def selector(rho: float, w1: float, w2: float, v1: float, v2: float) -> float:
+def _same(a: _Num, b: _Num) -> bool:
+    """Bitwise equality of two float32 values, +0 == -0 (see ``same_value``)."""
+    return bool(same_value(np.array([a], dtype=np.float32), np.array([b], dtype=np.float32))[0])
+
+
+def selector(rho: _Num, w1: _Num, w2: _Num, v1: _Num, v2: _Num) -> float:
     """Sel(rho) = fl(fl(v1 fl(rho w1)) - fl(v2 fl(rho w2))) in float32: the delta reaching H."""
     r = _f32(rho)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
@@ -286,9 +299,9 @@ def _find_selector(
     )
 
 
-def _selector_finite(r: float, w1: float, w2: float, v1: float, v2: float) -> bool:
+def _selector_finite(r: _Num, w1: _Num, w2: _Num, v1: _Num, v2: _Num) -> bool:
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        rr = _f32(abs(r))
+        rr = _f32(abs(float(r)))
         vals = [rr * _f32(w1), rr * _f32(w2)]
         vals += [_f32(v1) * vals[0], _f32(v2) * vals[1]]
     return all(np.isfinite(v) and abs(float(v)) < 2.0**125 for v in vals)
@@ -600,7 +613,7 @@ def _group_seeds(
         key, target = abs(r), (h if r > 0 else -h)
         if key in groups:
             other, j = groups[key]
-            if not same_value(np.float32(other), np.float32(target)):
+            if not _same(other, target):
                 rel = "the same seed" if seeds[j] == r else "opposite seeds"
                 raise ConstructionError(
                     f"{where} and loss {names[j]!r} have {rel} ({seeds[j]!r}, {r!r}) but targets "
@@ -699,9 +712,7 @@ def _prove(plan: MultiPointPlan, where: str) -> None:
         y, dx = _simulate_point(plan)
     except _PlanFailure as exc:
         raise ConstructionError(f"{where}: {exc}") from None
-    ok = y == plan.g and all(
-        bool(same_value(np.float32(d), np.float32(h))) for d, h in zip(dx, plan.grads, strict=True)
-    )
+    ok = y == plan.g and all(_same(d, h) for d, h in zip(dx, plan.grads, strict=True))
     if not ok:
         raise ConstructionError(f"{where}: the exact simulation gave f={y!r}, D={dx} instead of {list(plan.grads)}")
 
@@ -956,7 +967,7 @@ def impose_necessary_conditions(
             for i0 in range(i):
                 if abs(seeds[i0, j]) == abs(r):
                     val = h[i0, j] if seeds[i0, j] == r else -h[i0, j]
-                    forced_equal += int(not same_value(np.float32(val), np.float32(h[i, j])))
+                    forced_equal += int(not _same(val, h[i, j]))
                     h[i, j] = val
                     break
     return h, forced_zero, forced_equal
