@@ -16,7 +16,9 @@ import torch
 
 from icml2026.core import Check, Outcome, experiment, spawn, torch_generator
 from icml2026.core.config import config, param
+from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.plotting import new_figure
+from icml2026.core.progress import track
 
 from .baselines import direct_sft_data, random_perturbation, trajectory_sft_data
 from .data import make_molecule_task, make_protein_task
@@ -65,8 +67,10 @@ class ProteinConfig:
     # Deviation: protein rollouts at T = 1.0, top-p 1 (the brief's evaluation temperature), not the paper's 0.7 / 0.9
     rl_temperature: float = param(1.0, 0.05, 5.0, help="rollout temperature")
     rl_top_p: float = param(1.0, 0.01, 1.0, lo_open=True)
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
 
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         _model_rules(self.d_model, self.n_heads)
         if self.n_eval_train_sources > self.n_train_sources:
             raise ValueError(f"n_eval_train_sources = {self.n_eval_train_sources}: must be <= n_train_sources "
@@ -81,7 +85,7 @@ def _protein_outputs(model: Any, vocab: EditVocab, sources: list[str], n: int, t
     return [[executed_output(s, texts[k * n + j], trajectory) for j in range(n)] for k, s in enumerate(sources)]
 
 
-def _protein_seed(cfg: ProteinConfig, rng: np.random.Generator) -> dict[str, float]:
+def _protein_seed(cfg: ProteinConfig, rng: np.random.Generator, device: torch.device) -> dict[str, float]:
     # Deviation: a GPT-2-class model trained from scratch (and fully fine-tuned in Stage II) stands in for
     # Qwen3-14B + LoRA; the `card` preset is smaller still than the brief's CPU plan (see README.md).
     r_data, r_sft, r_van, r_rl, r_eval = spawn(rng, 5)
@@ -96,9 +100,9 @@ def _protein_seed(cfg: ProteinConfig, rng: np.random.Generator) -> dict[str, flo
     timings: dict[str, float] = {}
 
     t0 = time.perf_counter()
-    stride_sft = build_policy(vocab, pcfg, torch_generator(r_sft))
+    stride_sft = build_policy(vocab, pcfg, torch_generator(r_sft)).to(device)
     sft_train(stride_sft, *trajectory_sft_data(vocab, pairs), vocab.pad_id, scfg, r_sft, desc="STRIDE-SFT")
-    vanilla = build_policy(vocab, pcfg, torch_generator(r_van))
+    vanilla = build_policy(vocab, pcfg, torch_generator(r_van)).to(device)
     sft_train(vanilla, *direct_sft_data(vocab, pairs), vocab.pad_id, scfg, r_van, desc="Vanilla SFT")
     timings["sft_s"] = time.perf_counter() - t0
 
@@ -186,7 +190,8 @@ def _all_seeds_mean(per_seed: list[dict[str, Any]], key: str) -> float:
     },
 )
 def protein_stress_test(cfg: ProteinConfig, rng: np.random.Generator) -> Outcome:
-    per_seed = [_protein_seed(cfg, r) for r in spawn(rng, cfg.n_seeds)]
+    device = resolve_device(cfg.device)
+    per_seed = [_protein_seed(cfg, r, device) for r in track(spawn(rng, cfg.n_seeds), "protein seeds", cfg.n_seeds)]
     metrics, timings = _aggregate(per_seed)
     m = metrics.__getitem__
     # Criterion 5 of the brief, on the held-out sources; targets fixed by the brief before any run.
@@ -243,15 +248,17 @@ class MoleculeConfig:
     eps_high: float = param(4e-4, 0, 1, lo_open=True, help="paper: 4e-4")
     temperature: float = param(0.7, 0.05, 5.0, help="paper: 0.7 (rollouts and evaluation)")
     top_p: float = param(0.9, 0.01, 1.0, lo_open=True, help="paper: 0.9")
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
 
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         _model_rules(self.d_model, self.n_heads)
         if (self.rl_prompts * self.group_size) % self.steps_per_generation:
             raise ValueError(f"steps_per_generation = {self.steps_per_generation}: must divide rl_prompts * "
                              f"group_size ({self.rl_prompts * self.group_size})")
 
 
-def _molecule_seed(cfg: MoleculeConfig, rng: np.random.Generator) -> dict[str, Any]:
+def _molecule_seed(cfg: MoleculeConfig, rng: np.random.Generator, device: torch.device) -> dict[str, Any]:
     from .edits import tokenize_smiles
 
     r_data, r_sft, r_rl, r_eval = spawn(rng, 4)
@@ -264,7 +271,7 @@ def _molecule_seed(cfg: MoleculeConfig, rng: np.random.Generator) -> dict[str, A
     pcfg = PolicyConfig(cfg.family, cfg.d_model, cfg.n_layers, cfg.n_heads, max_len=longest_src + 4 + max_new)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    sft_model = build_policy(vocab, pcfg, torch_generator(r_sft))
+    sft_model = build_policy(vocab, pcfg, torch_generator(r_sft)).to(device)
     sft_train(sft_model, *trajectory_sft_data(vocab, pairs), vocab.pad_id,
               SFTConfig(n_steps=cfg.sft_steps, batch_size=cfg.sft_batch, lr=cfg.sft_lr), r_sft, desc="STRIDE-SFT")
     timings["sft_s"] = time.perf_counter() - t0
@@ -329,7 +336,8 @@ def _molecule_seed(cfg: MoleculeConfig, rng: np.random.Generator) -> dict[str, A
     },
 )
 def molecule_editing(cfg: MoleculeConfig, rng: np.random.Generator) -> Outcome:
-    per_seed = [_molecule_seed(cfg, r) for r in spawn(rng, cfg.n_seeds)]
+    device = resolve_device(cfg.device)
+    per_seed = [_molecule_seed(cfg, r, device) for r in track(spawn(rng, cfg.n_seeds), "molecule seeds", cfg.n_seeds)]
     metrics, timings = _aggregate(per_seed)
     m = metrics.__getitem__
     # Criterion 6 of the brief; the paper's figures are its DrugAssist table (STRIDE-SFT -> STRIDE-GSPO).

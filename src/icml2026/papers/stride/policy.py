@@ -229,6 +229,8 @@ def sample(
 
     Prompts are left-padded with position ids counted from each prompt's first real token; with
     ``use_cache`` each step feeds one token through the KV cache, otherwise the whole prefix is recomputed.
+    Tensors live on the model's device; the next token is drawn on the CPU with ``generator``, so a seed gives
+    the same draws from the same probabilities on every device.
     """
     if n < 1 or max_new_tokens < 1 or not (temperature > 0) or not (0 < top_p <= 1):
         raise ValueError("n and max_new_tokens must be >= 1, temperature > 0 and top_p in (0, 1]")
@@ -239,14 +241,15 @@ def sample(
     if max(len(r) for r in rows) + max_new_tokens > limit:
         raise ValueError(f"max_new_tokens = {max_new_tokens}: prompt + completion exceed the model's {limit} positions")
     kw = _cache_kw(model)
+    dev = next(model.parameters()).device
     out: list[list[int]] = []
     for start in range(0, len(rows), batch_size):
         chunk = rows[start:start + batch_size]
         width = max(len(r) for r in chunk)
-        ids = torch.tensor([[pad_id] * (width - len(r)) + r for r in chunk])
-        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in chunk])
-        done = torch.zeros(len(chunk), dtype=torch.bool)
-        gen = torch.full((len(chunk), max_new_tokens), pad_id, dtype=torch.long)
+        ids = torch.tensor([[pad_id] * (width - len(r)) + r for r in chunk], device=dev)
+        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in chunk], device=dev)
+        done = torch.zeros(len(chunk), dtype=torch.bool, device=dev)
+        gen = torch.full((len(chunk), max_new_tokens), pad_id, dtype=torch.long, device=dev)
         cache = None
         cur_ids = ids
         for t in range(max_new_tokens):
@@ -266,11 +269,11 @@ def sample(
                 drop = sp.cumsum(-1) - sp > top_p  # keep the smallest prefix with mass >= top_p
                 sp = sp.masked_fill(drop, 0.0)
                 probs = torch.zeros_like(probs).scatter(-1, si, sp)
-            nxt = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+            nxt = torch.multinomial(probs.cpu(), 1, generator=generator).squeeze(1).to(dev)  # CPU draw
             nxt = torch.where(done, torch.full_like(nxt, pad_id), nxt)
             gen[:, t] = nxt
             done |= nxt == eos_id
-            mask = torch.cat([mask, torch.ones(len(chunk), 1, dtype=mask.dtype)], dim=1)
+            mask = torch.cat([mask, torch.ones(len(chunk), 1, dtype=mask.dtype, device=dev)], dim=1)
             cur_ids = nxt.view(-1, 1)
             if bool(done.all()):
                 break
@@ -310,7 +313,8 @@ def completion_logprobs(model: Any, prompts: Sequence[Sequence[int]], completion
         raise ValueError("prompts and completions: need equal, non-zero lengths")
     if any(len(c) == 0 for c in completions) or any(len(p) == 0 for p in prompts):
         raise ValueError("completions: every prompt and completion needs at least one token")
-    ids, att, cmask = _pack(prompts, completions, pad_id)
+    dev = next(model.parameters()).device
+    ids, att, cmask = (t.to(dev) for t in _pack(prompts, completions, pad_id))
     logits = model(input_ids=ids, attention_mask=att, use_cache=False).logits[:, :-1].float()
     logp = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:, None]).squeeze(-1)
     return logp * cmask, cmask

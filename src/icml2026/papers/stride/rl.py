@@ -123,7 +123,8 @@ def rl_train(
     beta = cfg.beta if cfg.algo == "grpo" else 0.0
     ref = copy.deepcopy(model).eval() if beta > 0 else None
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
-    gen = torch.Generator().manual_seed(int(rng.integers(0, 2**62)))
+    gen = torch.Generator().manual_seed(int(rng.integers(0, 2**62)))  # CPU: sample() draws there
+    dev = next(model.parameters()).device
     hist = RLHistory(np.zeros(cfg.n_steps), np.zeros(cfg.n_steps), np.zeros(cfg.n_steps))
     for step in track(range(cfg.n_steps), desc):
         chosen = rng.choice(len(prompts), size=cfg.n_prompts, replace=len(prompts) < cfg.n_prompts)
@@ -135,7 +136,7 @@ def rl_train(
         rows_prompt = [batch_prompts[k // cfg.group_size] for k in range(n_rollout)]
         rewards = torch.tensor([reward_fn(int(chosen[k // cfg.group_size]), comps[k]) for k in range(n_rollout)],
                                dtype=torch.float32)
-        adv = group_advantages(rewards, cfg.group_size, cfg.adv_eps)
+        adv = group_advantages(rewards, cfg.group_size, cfg.adv_eps).to(dev)
         with torch.no_grad():  # pi_old: detached, from the policy that sampled
             old_logp, _ = completion_logprobs(model, rows_prompt, comps, pad_id)
             ref_logp = completion_logprobs(ref, rows_prompt, comps, pad_id)[0] if ref is not None else None
@@ -144,8 +145,9 @@ def rl_train(
         model.train()
         losses = []
         for k in range(cfg.steps_per_generation):
-            idx = torch.as_tensor(np.sort(perm[k * mb:(k + 1) * mb]))
-            logp, mask = completion_logprobs(model, [rows_prompt[i] for i in idx], [comps[i] for i in idx], pad_id)
+            rows = np.sort(perm[k * mb:(k + 1) * mb])
+            idx = torch.as_tensor(rows, device=dev)
+            logp, mask = completion_logprobs(model, [rows_prompt[i] for i in rows], [comps[i] for i in rows], pad_id)
             width = logp.shape[1]
             o = old_logp[idx][:, :width]
             if cfg.algo == "grpo":
