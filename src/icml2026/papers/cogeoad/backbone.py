@@ -112,10 +112,13 @@ def pretrain_backbone(
     batch_size: int = 32,
     lr: float = 2e-3,
     mask_ratio: float = 0.5,
+    device: str | torch.device = "cpu",
 ) -> TinyViT:
     """Self-supervised pre-training by masked patch reconstruction (brief Sec. 4), on normal renders only.
 
     images : (N, H, W, 3) colour and grey renders (grey ones repeated to 3 channels) in [0, 1].
+    device : where the model is trained (and stays); initial weights, batches, flips and masks are drawn on
+        the CPU with the run's generator and moved, so the draws do not depend on the device.
     """
     imgs = as_array(images, "images", ndim=4, lo=0.0, hi=1.0)
     if imgs.shape[-1] != 3 or imgs.shape[1] != imgs.shape[2]:
@@ -128,16 +131,17 @@ def pretrain_backbone(
         if name in ("pos", "cls", "mask_token"):
             with torch.no_grad():
                 prm.copy_(0.02 * torch.randn(prm.shape, generator=gen))
+    model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.05)
     x_all = to_batch(imgs)
     n_patch = model.grid**2
     model.train()
     for step in track(range(n_steps), "cogeoad backbone pre-training", total=n_steps):
         idx = torch.randint(0, len(x_all), (batch_size,), generator=gen)
-        x = x_all[idx]
-        flip = torch.rand(batch_size, generator=gen) < 0.5  # augmentation: horizontal flips
+        x = x_all[idx].to(device)
+        flip = (torch.rand(batch_size, generator=gen) < 0.5).to(device)  # augmentation: horizontal flips
         x = torch.where(flip[:, None, None, None], x.flip(-1), x)
-        mask = torch.rand(batch_size, n_patch, generator=gen) < mask_ratio
+        mask = (torch.rand(batch_size, n_patch, generator=gen) < mask_ratio).to(device)
         out = model(x, mask)[-1][:, 1:]
         pred = model.decoder(out)
         target = model.patchify(x)
@@ -171,11 +175,12 @@ class FrozenEncoder:
         if x.shape[-1] != self.image_size:
             raise ValueError(f"images: expected side {self.image_size}, got {x.shape[-1]}")
         toks, clss = [], []
+        device = next(self.model.parameters()).device  # the images go to the model; the tokens come back
         with torch.no_grad():
             for i in range(0, len(x), self.batch_size):
-                outs = self.model(x[i : i + self.batch_size])
-                toks.append(torch.stack([o[:, 1:] for o in outs]))
-                clss.append(torch.stack([o[:, 0] for o in outs]))
+                outs = self.model(x[i : i + self.batch_size].to(device))
+                toks.append(torch.stack([o[:, 1:] for o in outs]).cpu())
+                clss.append(torch.stack([o[:, 0] for o in outs]).cpu())
         return torch.cat(toks, 1).numpy(), torch.cat(clss, 1).numpy()
 
     def save(self, path: Any) -> None:

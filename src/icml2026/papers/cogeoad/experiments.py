@@ -14,6 +14,7 @@ import numpy as np
 
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
+from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
 
@@ -186,8 +187,10 @@ class ZeroShotConfig:
     batch_size: int = param(4, 1, 32, help="objects per step")
     lr: float = param(0.03, 1e-4, 1.0, help="Adam learning rate")
     lam_ent: float = param(0.1, 0.0, 10.0, help="weight of the MVA entropy term")
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
 
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         if self.image_size % self.patch:
             raise ValueError(f"image_size = {self.image_size}: must be a multiple of patch = {self.patch}")
 
@@ -197,7 +200,9 @@ def _taps(depth: int) -> tuple[int, ...]:
 
 
 def _encoder(cfg: ZeroShotConfig, rng: np.random.Generator) -> FrozenEncoder:
-    """Pre-train the backbone on normal renders of the auxiliary categories only (never a test category)."""
+    """Pre-train the backbone on normal renders of the auxiliary categories only (never a test category), on
+    ``cfg.device`` (resolved first, so a missing device fails before any work)."""
+    device = resolve_device(cfg.device)
     views = _views(cfg.view_set)
     objs = make_dataset(
         AUX_CATEGORIES[: cfg.n_aux_categories], cfg.pretrain_objects, 0, spawn(rng, 1)[0], n_points=cfg.n_points
@@ -216,6 +221,7 @@ def _encoder(cfg: ZeroShotConfig, rng: np.random.Generator) -> FrozenEncoder:
         taps=_taps(cfg.depth),
         n_steps=cfg.pretrain_steps,
         batch_size=16,
+        device=device,
     )
     return FrozenEncoder(model)
 
@@ -235,7 +241,8 @@ def _evaluate(model: CoGeoAD, test: list[Prepared]) -> tuple[dict[str, float], n
 
 
 def _fit_kwargs(cfg: ZeroShotConfig) -> dict[str, Any]:
-    return {"n_steps": cfg.n_steps, "batch_size": cfg.batch_size, "lr": cfg.lr, "lam_ent": cfg.lam_ent}
+    return {"n_steps": cfg.n_steps, "batch_size": cfg.batch_size, "lr": cfg.lr, "lam_ent": cfg.lam_ent,
+            "device": cfg.device}
 
 
 def _view_figure(model: CoGeoAD, prep: Prepared) -> Any:

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import numpy as np
 
 from icml2026.core import torch_generator
+from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.errors import require_module
 from icml2026.core.progress import track
 
@@ -205,6 +206,8 @@ class CoGeoAD:
     n_steps, batch_size, lr : prompt learning on the auxiliary objects.
     top_k : object score = mean of the top ``top_k`` fraction of point scores.
     logit_scale : 1 / temperature of the prompt similarity (CLIP: 100; ours 1/0.07).
+    device : torch device name of the heads and their inputs (resolved in :meth:`fit`); the heads are
+        initialised on the CPU, so a seed gives the same initial heads on every device.
     """
 
     def __init__(
@@ -227,15 +230,18 @@ class CoGeoAD:
         lr: float = 5e-3,
         top_k: float = 0.02,
         logit_scale: float = 1 / 0.07,
+        device: str = "cpu",
     ) -> None:
         self.encoder, self.streams, self.views, self.splat = encoder, tuple(streams), tuple(views), splat
         self.view_attention, self.layers, self.similarity, self.prompts = view_attention, layers, similarity, prompts
         self.entropy_sign, self.lam_ent, self.gamma, self.tau = entropy_sign, lam_ent, gamma, tau
         self.n_steps, self.batch_size, self.lr = n_steps, batch_size, lr
         self.top_k, self.logit_scale = top_k, logit_scale
+        self.device = device
 
     # ------------------------------------------------------------------------------------ validation
     def _validate(self) -> None:
+        check_device_name(self.device)
         if not self.streams or any(s not in STREAMS for s in self.streams):
             raise ValueError(f"streams = {self.streams!r}: must be a non-empty subset of {STREAMS}")
         if "concat" in self.streams and len(self.streams) > 1:
@@ -293,20 +299,26 @@ class CoGeoAD:
             small = np.concatenate([prep.small["colour"], prep.small["geometry"]], 1)
         else:
             tok, cls, small = prep.tokens[stream], prep.cls[stream], prep.small[stream]
-        return torch.from_numpy(tok), torch.from_numpy(cls), torch.from_numpy(small)
+        dev = self._dev()
+        return torch.from_numpy(tok).to(dev), torch.from_numpy(cls).to(dev), torch.from_numpy(small).to(dev)
+
+    def _dev(self) -> torch.device:
+        """The fitted heads' device (the CPU before :meth:`fit`)."""
+        return getattr(self, "device_", torch.device("cpu"))
 
     def _stream_forward(
         self, head: _Head, prep: Prepared, stream: str
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(patch map (V, P), point scores (n,), alpha (V,)) of one stream."""
         tok, cls, small = self._stream_tensors(prep, stream)
+        dev = tok.device
         n_layers, n_views = tok.shape[0], tok.shape[1]
         if self.layers == "select":
             beta = torch.softmax(head.selector(cls.permute(1, 0, 2).reshape(n_views, -1)), -1)  # (V, L)
         elif self.layers == "mean":
-            beta = torch.full((n_views, n_layers), 1.0 / n_layers)
+            beta = torch.full((n_views, n_layers), 1.0 / n_layers, device=dev)
         else:
-            beta = torch.zeros(n_views, n_layers)
+            beta = torch.zeros(n_views, n_layers, device=dev)
             beta[:, -1] = 1.0
         t = F.normalize(head.prompts, dim=-1)  # T: [normal, abnormal]
         if self.similarity == "per_layer":  # S_g per layer, then the beta-weighted sum (project page)
@@ -320,10 +332,11 @@ class CoGeoAD:
         if self.view_attention == "mva":
             alpha = torch.softmax(self.gamma * head.mva(small) / self.tau, 0)  # Step 2
         else:
-            alpha = torch.full((n_views,), 1.0 / n_views)
-        idx = torch.from_numpy(prep.interp_idx).reshape(n_views, -1)
-        sv = (torch.gather(pmap, 1, idx).reshape(prep.interp_w.shape) * torch.from_numpy(prep.interp_w)).sum(-1)
-        vis = torch.from_numpy(prep.renders.visibility.astype(np.float32))
+            alpha = torch.full((n_views,), 1.0 / n_views, device=dev)
+        idx = torch.from_numpy(prep.interp_idx).reshape(n_views, -1).to(dev)
+        w_interp = torch.from_numpy(prep.interp_w).to(dev)
+        sv = (torch.gather(pmap, 1, idx).reshape(prep.interp_w.shape) * w_interp).sum(-1)
+        vis = torch.from_numpy(prep.renders.visibility.astype(np.float32)).to(dev)
         wm = alpha[:, None] * vis
         den = wm.sum(0)
         point = torch.where(den > 0, (wm * sv).sum(0) / den.clamp(min=1e-12), torch.zeros_like(den))
@@ -357,6 +370,7 @@ class CoGeoAD:
         self._validate()
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"rng: expected numpy.random.Generator, got {type(rng).__name__}")
+        self.device_ = resolve_device(self.device)
         if len(aux_objects) == 0:
             raise ValueError("aux_objects: needs at least one object")
         preps = self._as_prepared(aux_objects, "cogeoad aux render + encode")
@@ -375,7 +389,7 @@ class CoGeoAD:
                     )
                     for s in self.streams
                 ]
-            )
+            ).to(self.device_)
         for head, s in zip(self._heads(), self.streams, strict=True):
             with torch.no_grad():
                 if self.prompts == "fixed":  # Deviation: training-free stand-in for hand-written prompts
@@ -385,7 +399,7 @@ class CoGeoAD:
                     ).mean(0)
                     head.prompts.copy_(torch.stack([mean, -mean]))
                 else:
-                    head.prompts.copy_(0.02 * torch.randn(tuple(head.prompts.shape), generator=gen))
+                    head.prompts.copy_(0.02 * torch.randn(tuple(head.prompts.shape), generator=gen))  # CPU draw
         self.loss_history_: list[float] = []
         if self.prompts == "learned" and self.n_steps > 0:
             labels = np.array([p.cloud.is_anomalous for p in preps])
@@ -399,24 +413,25 @@ class CoGeoAD:
     def _train(self, preps: list[Prepared], rng: np.random.Generator) -> None:
         opt = torch.optim.Adam(self.heads_.parameters(), lr=self.lr)
         grid = self.encoder.grid
+        dev = self._dev()
         # Deviation: the 2D focal + dice losses compare the patch-grid map with area-pooled GT masks (soft
         # targets) instead of the map upsampled to H x W with the binary mask (4-16x cheaper on a CPU).
         masks = [
-            F.adaptive_avg_pool2d(torch.from_numpy(p.renders.mask.astype(np.float32))[:, None], grid)[:, 0]
+            F.adaptive_avg_pool2d(torch.from_numpy(p.renders.mask.astype(np.float32))[:, None], grid)[:, 0].to(dev)
             for p in preps
         ]
         for _ in track(range(self.n_steps), "cogeoad prompt learning", total=self.n_steps):
             batch = rng.choice(len(preps), size=min(self.batch_size, len(preps)), replace=False)
-            loss = torch.zeros(())
+            loss = torch.zeros((), device=dev)
             for i in batch:
                 p = preps[int(i)]
                 out = self._forward(p)
                 up = out["maps"].reshape(-1, grid, grid)
                 y2d = masks[int(i)]
-                seen = torch.from_numpy(p.renders.visibility.any(0))
-                yp = torch.from_numpy(p.cloud.labels.astype(np.float32))[seen]
+                seen = torch.from_numpy(p.renders.visibility.any(0)).to(dev)
+                yp = torch.from_numpy(p.cloud.labels.astype(np.float32)).to(dev)[seen]
                 ap = out["point"][seen]
-                obj_y = torch.tensor(float(p.cloud.is_anomalous))
+                obj_y = torch.tensor(float(p.cloud.is_anomalous), device=dev)
                 loss = (
                     loss
                     + _focal(up, y2d)
@@ -445,7 +460,7 @@ class CoGeoAD:
         (prep,) = self._as_prepared([cloud], "cogeoad render + encode")
         with torch.no_grad():
             out = self._forward(prep)
-        return float(out["object"]), out["point"].numpy().astype(np.float64)
+        return float(out["object"]), out["point"].cpu().numpy().astype(np.float64)
 
     def score_many(self, objs: Sequence[PointCloud | Prepared]) -> tuple[np.ndarray, list[np.ndarray]]:
         res = [self.score(o) for o in objs]
@@ -457,7 +472,7 @@ class CoGeoAD:
         (prep,) = self._as_prepared([cloud], "cogeoad render + encode")
         with torch.no_grad():
             out = self._forward(prep)
-        return {s: a.numpy().astype(np.float64) for s, a in out["alpha"].items()}
+        return {s: a.cpu().numpy().astype(np.float64) for s, a in out["alpha"].items()}
 
     def anomaly_maps(self, cloud: PointCloud | Prepared) -> np.ndarray:
         """The fused 2D anomaly maps (V, H, W), upsampled from the patch grid."""
@@ -469,4 +484,4 @@ class CoGeoAD:
             up = F.interpolate(
                 out["maps"].reshape(-1, 1, g, g), size=(size, size), mode="bilinear", align_corners=False
             )[:, 0]
-        return up.numpy().astype(np.float64)
+        return up.cpu().numpy().astype(np.float64)
