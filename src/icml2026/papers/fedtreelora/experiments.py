@@ -15,6 +15,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
+from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
 
@@ -51,8 +52,10 @@ class FedConfig:
     K: int = param(2, 1, 6, help="cut window width (ours: 2)")
     tau: float = param(0.25, 0.0, 1.0, lo_open=True, hi_open=True, help="phi(1) (ours: 0.25)")
     eval_every: int = param(5, 1, 60, help="evaluate every this many rounds (and after the last)")
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
 
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         if self.warmup >= self.rounds:
             raise ValueError(f"warmup = {self.warmup}: must be < rounds = {self.rounds}")
         if self.d_model % self.n_heads:
@@ -67,6 +70,7 @@ class FedConfig:
             lr=self.lr,
             head_lr=self.head_lr,
             eval_every=self.eval_every,
+            device=self.device,
         )
 
 
@@ -105,7 +109,8 @@ def _backbone(cfg: FedConfig, rng: np.random.Generator) -> Backbone:
     bc = BackboneConfig(n_layers=cfg.n_layers, d_model=cfg.d_model, n_heads=cfg.n_heads, seq_len=cfg.seq_len)
     r_corpus, r_pre = spawn(rng, 2)
     return pretrain_backbone(
-        make_corpus(cfg.corpus_size, cfg.seq_len, r_corpus), bc, cfg.pretrain_steps, 64, 3e-3, r_pre
+        make_corpus(cfg.corpus_size, cfg.seq_len, r_corpus), bc, cfg.pretrain_steps, 64, 3e-3, r_pre,
+        device=resolve_device(cfg.device),
     )
 
 
@@ -126,7 +131,7 @@ def _run_methods(
         clients = make_clients(tasks, cfg.n_train, cfg.n_test, cfg.seq_len, cfg.dirichlet, r_data)
         sim_seed = int(r_sim.integers(0, 2**63 - 1))
         out = {}
-        for name, make in methods.items():
+        for name, make in track(list(methods.items()), f"{what}: methods", total=len(methods)):
             # same seed for every method: identical initial adapters and batch stream (paired)
             out[name] = simulate(
                 make(), clients, cfg.rounds, np.random.default_rng(sim_seed), backbone=backbone, train=cfg.train()
@@ -190,6 +195,7 @@ TREE = "FedTreeLoRA"
     presets={"smoke": FedConfig(**_SMOKE), "quick": FedConfig(**_QUICK), "full": FedConfig()},
 )
 def headline(cfg: FedConfig, rng: np.random.Generator) -> Outcome:
+    resolve_device(cfg.device)  # a missing device fails here, before any work
     tasks = [t for t in TASKS for _ in range(cfg.n_per_task)]
     methods: dict[str, Callable[[], Strategy]] = {
         TREE: lambda: FedTreeLoRA(K=cfg.K, tau=cfg.tau, warmup_rounds=cfg.warmup),
@@ -282,6 +288,7 @@ def headline(cfg: FedConfig, rng: np.random.Generator) -> Outcome:
     presets={"smoke": FedConfig(**_SMOKE), "quick": FedConfig(**_QUICK), "full": FedConfig()},
 )
 def ablation(cfg: FedConfig, rng: np.random.Generator) -> Outcome:
+    resolve_device(cfg.device)  # a missing device fails here, before any work
     tasks = [t for t in TASKS for _ in range(cfg.n_per_task)]
     n = len(tasks)
     fixed = sorted({c for c in (1, 4, 8) if c <= n})
@@ -348,6 +355,7 @@ def ablation(cfg: FedConfig, rng: np.random.Generator) -> Outcome:
     },
 )
 def coupling(cfg: FedConfig, rng: np.random.Generator) -> Outcome:
+    resolve_device(cfg.device)  # a missing device fails here, before any work
     # 4 * n_per_task clients in total; m tasks each with 4 * n_per_task / m clients
     n = 4 * cfg.n_per_task
     metrics: dict[str, float] = {}

@@ -22,6 +22,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml2026.core.progress import track
+
 from .data import MASK, PAD, VOCAB_SIZE
 
 __all__ = ["BackboneConfig", "Backbone", "pretrain_backbone", "ClientLoRALinear", "ClientModel", "TARGETS"]
@@ -114,9 +116,17 @@ def _reinit(model: nn.Module, seed: int) -> None:
 
 
 def pretrain_backbone(
-    corpus: np.ndarray, cfg: BackboneConfig, steps: int, batch_size: int, lr: float, rng: np.random.Generator
+    corpus: np.ndarray,
+    cfg: BackboneConfig,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    rng: np.random.Generator,
+    device: str | torch.device = "cpu",
 ) -> Backbone:
-    """Masked-LM pre-training (15% of body tokens -> [MASK]) on a task-agnostic corpus, then frozen."""
+    """Masked-LM pre-training (15% of body tokens -> [MASK]) on a task-agnostic corpus, then frozen.
+
+    Trained on ``device`` (the backbone stays there); batches and masks are drawn on the CPU and moved."""
     from transformers import BertForMaskedLM
 
     seed = int(rng.integers(0, 2**31 - 1))
@@ -124,17 +134,18 @@ def pretrain_backbone(
     mlm = BertForMaskedLM(_bert_config(cfg))
     _reinit(mlm, seed)
     mlm.tie_weights()
+    mlm.to(device)
     mlm.train()
     opt = torch.optim.AdamW(mlm.parameters(), lr=lr, weight_decay=0.01)
     data = torch.as_tensor(corpus, dtype=torch.long)
-    for _ in range(steps):
+    for _ in track(range(steps), "fedtreelora backbone pre-training", total=steps):
         idx = torch.randint(0, data.shape[0], (batch_size,), generator=g)
         x = data[idx].clone()
         mask = torch.rand(x.shape, generator=g) < 0.15
         mask[:, 0] = False
         labels = torch.where(mask, x, torch.full_like(x, -100))
         x[mask] = MASK
-        loss = mlm(input_ids=x, labels=labels).loss
+        loss = mlm(input_ids=x.to(device), labels=labels.to(device)).loss
         opt.zero_grad()
         loss.backward()
         opt.step()

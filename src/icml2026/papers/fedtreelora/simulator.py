@@ -42,6 +42,7 @@ class TrainConfig:
     eval_every: int = 1
     eval_batch: int = 100
     pooling: str = "mean"  # *ours*: mean of the last hidden states (or "cls")
+    device: str = "cpu"  # torch device of the clients' models (inits and batch draws stay on the CPU)
 
 
 @dataclass
@@ -103,12 +104,21 @@ def _check_clients(clients: Sequence[Client], seq_len: int) -> None:
 
 def _apply_structure(model: ClientModel, s: Structure, theta_init: float, fresh: bool) -> None:
     for layer in range(model.n_layers):
-        ext = torch.as_tensor(s.has_external(layer))
+        ext = torch.as_tensor(s.has_external(layer)).to(model.head_b.device)
         model.has_ext[layer] = ext
         model.ext_active[layer] = bool(ext.any())
         if fresh:
             with torch.no_grad():
                 model.theta[layer].fill_(theta_init)
+
+
+def _to_device(model: ClientModel, device: torch.device) -> ClientModel:
+    """``model`` on ``device``, with its plain-tensor state (frozen external experts, masks) moved as well."""
+    model.to(device)
+    model.A_e = {k: v.to(device) for k, v in model.A_e.items()}
+    model.B_e = {k: v.to(device) for k, v in model.B_e.items()}
+    model.has_ext = [m.to(device) for m in model.has_ext]
+    return model
 
 
 def _local_training(
@@ -131,7 +141,7 @@ def _local_training(
     opt = torch.optim.AdamW(groups, weight_decay=0.0)
     n = model.n_clients
     for _ in range(cfg.local_steps):
-        idx = (torch.rand((n, cfg.batch_size), generator=g) * n_k[:, None]).long()
+        idx = (torch.rand((n, cfg.batch_size), generator=g) * n_k[:, None]).long().to(data_x.device)
         xb = torch.stack([data_x[k, idx[k]] for k in range(n)])
         yb = torch.stack([data_y[k, idx[k]] for k in range(n)])
         logits = model(xb)
@@ -148,8 +158,8 @@ def _local_training(
 def _upload(model: ClientModel) -> dict[str, dict[str, np.ndarray]]:
     """What clients send: their cluster experts only (A and B per targeted map); lambda and head stay local."""
     return {
-        "A": {k: v.detach().numpy().copy() for k, v in model.A_c.items()},
-        "B": {k: v.detach().numpy().copy() for k, v in model.B_c.items()},
+        "A": {k: v.detach().cpu().numpy().copy() for k, v in model.A_c.items()},
+        "B": {k: v.detach().cpu().numpy().copy() for k, v in model.B_c.items()},
     }
 
 
@@ -177,12 +187,12 @@ def _server_aggregate(
 
 
 def _evaluate(model: ClientModel, x: torch.Tensor, y: torch.Tensor, eval_batch: int) -> np.ndarray:
-    correct = torch.zeros(model.n_clients)
+    correct = torch.zeros(model.n_clients, device=x.device)
     with torch.no_grad():
         for i in range(0, x.shape[1], eval_batch):
             pred = model(x[:, i : i + eval_batch]).argmax(-1)
             correct += (pred == y[:, i : i + eval_batch]).sum(1).float()
-    return (correct / x.shape[1]).numpy()
+    return (correct / x.shape[1]).cpu().numpy()
 
 
 def simulate(
@@ -212,7 +222,8 @@ def simulate(
         raise ValueError(f"rounds = {rounds}: must exceed the strategy's warm-up ({strategy.warmup_rounds})")
     n, n_layers = len(clients), backbone.n_layers
     g_init, g_train = torch_generator(rng), torch_generator(rng)
-    model = ClientModel(backbone, n, train.rank, train.alpha, 2, g_init, pooling=train.pooling)
+    dev = torch.device(train.device)
+    model = _to_device(ClientModel(backbone, n, train.rank, train.alpha, 2, g_init, pooling=train.pooling), dev)
     n_k = np.array([c.n_train for c in clients], dtype=float)
     n_max = int(n_k.max())
     x_tr = torch.zeros((n, n_max, seq_len), dtype=torch.long)
@@ -222,7 +233,8 @@ def simulate(
         y_tr[k, : c.n_train] = torch.as_tensor(c.y_train)
     x_te = torch.stack([torch.as_tensor(c.x_test) for c in clients])
     y_te = torch.stack([torch.as_tensor(c.y_test) for c in clients])
-    n_k_t = torch.as_tensor(n_k)
+    x_tr, y_tr, x_te, y_te = x_tr.to(dev), y_tr.to(dev), x_te.to(dev), y_te.to(dev)
+    n_k_t = torch.as_tensor(n_k)  # stays on the CPU with the batch draws
 
     s = strategy.initial(n, n_layers)
     _apply_structure(model, s, strategy.theta_init, fresh=True)
@@ -266,16 +278,20 @@ def simulate(
             for key in model.keys:
                 model.A_c[key].copy_(torch.as_tensor(clus["A"][key]))
                 model.B_c[key].copy_(torch.as_tensor(clus["B"][key]))
-                model.A_e[key] = torch.as_tensor(ext["A"][key])
-                model.B_e[key] = torch.as_tensor(ext["B"][key])
+                model.A_e[key] = torch.as_tensor(ext["A"][key]).to(dev)
+                model.B_e[key] = torch.as_tensor(ext["B"][key]).to(dev)
         if (t + 1) % train.eval_every == 0 or t + 1 == rounds:
             accs.append(_evaluate(model, x_te, y_te, train.eval_batch))
             eval_rounds.append(t + 1)
-    lambdas = np.stack([torch.sigmoid(th).detach().numpy() for th in model.theta])
+    lambdas = np.stack([torch.sigmoid(th).detach().cpu().numpy() for th in model.theta])
     state = {
-        f"{m}.{k}": v.detach().numpy().copy() for m, d in (("A", model.A_c), ("B", model.B_c)) for k, v in d.items()
+        f"{m}.{k}": v.detach().cpu().numpy().copy()
+        for m, d in (("A", model.A_c), ("B", model.B_c))
+        for k, v in d.items()
     }
-    state.update({"head_w": model.head_w.detach().numpy().copy(), "head_b": model.head_b.detach().numpy().copy()})
+    state.update(
+        {"head_w": model.head_w.detach().cpu().numpy().copy(), "head_b": model.head_b.detach().cpu().numpy().copy()}
+    )
     return FederatedRun(
         strategy=strategy.name,
         eval_rounds=eval_rounds,
