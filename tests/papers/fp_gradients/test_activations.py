@@ -61,7 +61,7 @@ def test_reference_equals_torch_on_every_regime(activation):
             (g,) = torch.autograd.grad(y, t, torch.full_like(y, float(grad)))
             yt, gt = y.detach().numpy(), g.numpy()
             sl = slice(start, start + size)
-            assert np.array_equal(yt, want_y[sl]) or np.all((yt == want_y[sl])), (activation, pp, yt)
+            assert np.array_equal(yt, want_y[sl]) or np.all(yt == want_y[sl]), (activation, pp, yt)
             assert np.all(gt == grad * want_s[sl]), (activation, pp, gt)
     yr = reference_activation(activation, p)
     gr = reference_activation_backward(activation, p, yr, np.full_like(p, grad))

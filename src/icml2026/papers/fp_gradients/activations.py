@@ -47,8 +47,18 @@ from torch import nn
 from icml2026.core.validate import as_array
 
 from .construction import ConstructionError, SparseLayer, _sparse, _validate, point_scales
-from .floats import F32_MAX, count_mismatches, dyadic, dyadic_add, dyadic_mul, floor_log2, is_f32_exact, pow2
-from .floats import round_dyadic_f32, round_f32
+from .floats import (
+    F32_MAX,
+    count_mismatches,
+    dyadic,
+    dyadic_add,
+    dyadic_mul,
+    floor_log2,
+    is_f32_exact,
+    pow2,
+    round_dyadic_f32,
+    round_f32,
+)
 from .losses import PhiLike, phi_seeds, resolve_phi
 from .semantics import Verification, _dense_backward, _dense_forward, _slots, _sparse_sum, torch_values_and_grads
 from .solver import solve_scaling
@@ -77,7 +87,11 @@ _LEVEL = 112  # |log2| of every reverse-pass delta on the gradient path at x_k s
 _SX_MAX = 2.0**100
 #: smallest log2 of the value unit V = 2^lam: GELU / SiLU need V in their LIN regime (>= 16 / 32);
 #: ELU's V = q Y + q scales freely (V exactly 0 at the other points for any q)
-_LAM_MIN = {"elu": -100, "gelu": 4, "silu": 5}  # s * max|x| and s_A * max|x| stay below this (forward values times gates stay finite)
+_LAM_MIN = {
+    "elu": -100,
+    "gelu": 4,
+    "silu": 5,
+}  # s * max|x| and s_A * max|x| stay below this (forward values times gates stay finite)
 
 
 @dataclass(frozen=True)
@@ -309,7 +323,9 @@ def _simulate_at_point(spec: ActivationSpec, plan: ActivationPlan) -> tuple[floa
             res = _sum_results([(w, prev[j]) for j, w in inputs], bias)
             regs = {_regime(spec, p) for p in res}
             if None in regs:
-                raise _PlanFailure(f"pre-activation {sorted(res)[0]!r} (layer {li + 1}, unit {ui}) at x_k is outside the exact regimes")
+                raise _PlanFailure(
+                    f"pre-activation {sorted(res)[0]!r} (layer {li + 1}, unit {ui}) at x_k is outside the exact regimes"
+                )
             if len(regs) != 1:
                 raise _PlanFailure(f"pre-activation at x_k depends on the summation order (layer {li + 1}, unit {ui})")
             (reg,) = regs
@@ -505,7 +521,11 @@ def _block(
         alpha = 512.0
         ion = alpha - 1 if name == "elu" else alpha
         layers.append(
-            (((((0, s_a),), bias_a)), (((0, s),), round_f32(Fraction(-sx) - 256)), (((0, -s),), round_f32(Fraction(sx) - 256)))
+            (
+                ((((0, s_a),), bias_a)),
+                (((0, s),), round_f32(Fraction(-sx) - 256)),
+                (((0, -s),), round_f32(Fraction(sx) - 256)),
+            )
         )
         gam1 = pow2(max(2, _ceil_log2(max(2 * abs(betas[0]) * s_a / s * 4, (2 * m + abs(betas[0])) / (2 * m)))))
         i1: Unit = (((1, -alpha), (2, -alpha)), (-alpha - 1) if name == "elu" else alpha)
@@ -552,17 +572,21 @@ def _block(
     alpha = 1024.0
     v0 = spec.v0
     layers.append(
-        ((((0, s_a),), bias_a), (((0, s),), round_f32(Fraction(-sx) + 256)), (((0, -s),), round_f32(Fraction(sx) + 256)))
+        (
+            (((0, s_a),), bias_a),
+            (((0, s),), round_f32(Fraction(-sx) + 256)),
+            (((0, -s),), round_f32(Fraction(sx) + 256)),
+        )
     )
     for i in range(1, n + 1):
         beta = betas[i - 1]
         if i == 1:
             gam = pow2(_ceil_log2(2 * (2 * m + abs(beta)) / dc))
-            i_u: Unit = (((1, alpha), (2, alpha)), -alpha * (3 + c) / 2)
+            i_u = (((1, alpha), (2, alpha)), -alpha * (3 + c) / 2)
             cb = Fraction(beta) * Fraction(v0) + 2 * Fraction(gam)
             if not is_f32_exact(cb):
                 raise _PlanFailure("X_1's bias is not an exact float32")
-            x_u: Unit = (((0, beta), (1, gam), (2, gam)), -float(cb))
+            x_u = (((0, beta), (1, gam), (2, gam)), -float(cb))
         else:
             i_u = (((0, alpha),), -alpha * (1 + c) / 2)
             if name == "tanh" and i == n:
@@ -841,7 +865,9 @@ def _assemble(plans: list[ActivationPlan]) -> list[SparseLayer]:
                     cols.append(j if li == 0 else k * w_in + j)
                     vals.append(w)
         n_in = 1 if li == 0 else k_pts * w_in
-        out.append(_sparse(np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64), np.array(vals), bias, n_in, True))
+        out.append(
+            _sparse(np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64), np.array(vals), bias, n_in, True)
+        )
     rows, cols, vals = [], [], []
     for k, p in enumerate(plans):
         for j, w in p.out:
@@ -850,7 +876,12 @@ def _assemble(plans: list[ActivationPlan]) -> list[SparseLayer]:
             vals.append(w)
     out.append(
         _sparse(
-            np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64), np.array(vals), np.zeros(1), k_pts * widths[-1], False
+            np.array(rows, dtype=np.int64),
+            np.array(cols, dtype=np.int64),
+            np.array(vals),
+            np.zeros(1),
+            k_pts * widths[-1],
+            False,
         )
     )
     return out
