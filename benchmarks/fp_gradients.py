@@ -94,6 +94,7 @@ def main() -> None:
         )
     vector_sizes((40, 100) if args.quick else (40, 100, 400))
     multi_sizes((10, 40) if args.quick else (10, 40, 100, 400))
+    activation_sizes((40, 100) if args.quick else (40, 100, 400))
 
 
 def vector_sizes(ks: tuple[int, ...], d: int = 3) -> None:
@@ -136,6 +137,34 @@ def multi_sizes(ks: tuple[int, ...]) -> None:
             print(
                 f"{k:>6} {n:>2} {con.n_params:>12,} {con.depth:>5} {con.n_channels:>8} {t_plan:>8.2f}"
                 f" {t_verify:>9.2f} {mism:>6}"
+            )
+
+
+def activation_sizes(ks: tuple[int, ...]) -> None:
+    """The five smooth activations (issue 27): size and time on whole-range targets meeting their conditions."""
+    from icml2026.papers.fp_gradients.activations import (
+        SMOOTH_ACTIVATIONS,
+        activation_targets,
+        build_activation_construction,
+        verify_activation,
+    )
+
+    print("\nother activations, phi = identity, whole-range random targets (adjusted to the stated conditions)")
+    header = f"{'act':>8} {'K':>6} {'params':>12} {'depth':>5} {'chain':>5} {'plan s':>8} {'verify s':>9} {'mism.':>6}"
+    print(header)
+    print("-" * len(header))
+    for act in SMOOTH_ACTIVATIONS:
+        for k in ks:
+            tg, _ = activation_targets(k, np.random.default_rng(k), "identity", act)
+            t0 = time.perf_counter()
+            con = build_activation_construction(tg.xs, tg.values, tg.grads, "identity", act)
+            t_plan = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            ver = verify_activation(con.to_sequential(), tg.xs, tg.values, tg.grads, "identity", reference="sparse")
+            t_verify = time.perf_counter() - t0
+            print(
+                f"{act:>8} {k:>6} {con.n_params:>12,} {con.depth:>5} {con.n_chain:>5} {t_plan:>8.2f}"
+                f" {t_verify:>9.2f} {ver.total:>6}"
             )
 
 
