@@ -8,7 +8,9 @@ torch's nn.Linear and a left-to-right reference evaluate identically, because ev
 at most two non-zero, exactly representable terms.  Targets may come from the whole float32 range, and
 inputs may be vectors x in F^d (d <= 4, ``construct`` with 2-D ``xs``).  Claim 2 (several losses at once)
 is built by ``construct_multi``: seed-selective channels make D^AD(phi_i o f)(x_k) = h_{i,k} for every
-loss i.  Not implemented (the card says why): the activations other than ReLU, float16 / bfloat16.
+loss i.  ELU, GELU, SiLU, sigmoid and tanh (torch's modules) are built by ``construct(...,
+activation=...)`` from their exact float regimes (activations.py, scalar inputs).  Not implemented (the
+card says why): float16 / bfloat16, the other activations for vector inputs and Claim 2.
 
 Symbol table (paper / brief -> code)
 ------------------------------------
@@ -23,6 +25,13 @@ fl(.)                         -> float32 round-to-nearest-even (``round_f32``)
 x_k in F^d, h_k in F^d        -> ``build_vector_construction`` (``xs`` (K, d), ``grads`` (K, d))
 """
 
+from .activations import (
+    ActivationConstruction,
+    activation_targets,
+    build_activation_construction,
+    reference_values_and_grads_activation,
+    verify_activation,
+)
 from .baselines import construct_fixed_order, output_value_first_orders, sobolev_fit
 from .construction import (
     Construction,
@@ -106,4 +115,9 @@ __all__ = [
     "random_multi_targets",
     "impose_necessary_conditions",
     "selector",
+    "ActivationConstruction",
+    "activation_targets",
+    "build_activation_construction",
+    "reference_values_and_grads_activation",
+    "verify_activation",
 ]
