@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from icml2026.core.progress import track
 from icml2026.core.validate import finite_number, positive_int
 
 from .data import Episode, ego_state, kinematics_obs, simulate_episode
@@ -126,7 +127,7 @@ def closed_loop(
         raise ValueError("seeds: needs at least one seed")
     n_steps = positive_int(n_steps, "n_steps", minimum=10, maximum=400)
     rows: dict[str, list[Any]] = {k: [] for k in ("col", "off", "prog", "eprog", "ds", "lt", "tok", "ep")}
-    for seed in seeds:
+    for seed in track(seeds, "deepsight closed-loop episodes", total=len(seeds)):
         seed = int(seed)
         event = eval_event(seed)
         pid = PIDController()

@@ -17,6 +17,7 @@ import numpy as np
 
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
+from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
 
@@ -45,6 +46,10 @@ class DriveConfig:
     eval_steps: int = param(30, 12, 60, help="policy steps per closed-loop episode")
     n_boot: int = param(1000, 10, 10000, help="bootstrap resamples for the 95% intervals")
     cache: Literal["on", "off"] = "on"
+    device: str = param("cpu", help="torch device of the encoder and planners: cpu, cuda, cuda:<n>, mps (--device)")
+
+    def __post_init__(self) -> None:
+        check_device_name(self.device)
 
 
 def _smoke() -> DriveConfig:
@@ -147,12 +152,12 @@ class _Latents:
     val_static: np.ndarray  # latents of the frozen-world / constant-velocity-ego baseline frames
 
 
-def _encode(cfg: DriveConfig, prep: _Prepared, rng: np.random.Generator) -> _Latents:
-    """Pre-train the frozen encoder on training frames; standardised latents (train mean / std)."""
+def _encode(cfg: DriveConfig, prep: _Prepared, rng: np.random.Generator, device: Any = "cpu") -> _Latents:
+    """Pre-train the frozen encoder on training frames (on ``device``); standardised latents (train mean / std)."""
     from .training import encode_targets, pretrain_encoder
 
     frames = prep.train.bev.reshape(-1, *prep.train.bev.shape[2:])
-    enc = pretrain_encoder(frames, rng, n_steps=cfg.enc_steps)
+    enc = pretrain_encoder(frames, rng, n_steps=cfg.enc_steps, device=device)
     z_tr, z_va = encode_targets(enc, prep.train.bev), encode_targets(enc, prep.val.bev)
     z_sw = encode_targets(enc, prep.val.static_world)
     flat = z_tr.reshape(-1, z_tr.shape[-1])
@@ -165,7 +170,7 @@ def _encode(cfg: DriveConfig, prep: _Prepared, rng: np.random.Generator) -> _Lat
     )
 
 
-def _train(cfg: DriveConfig, variant: str, prep: _Prepared, lat: _Latents, seed: int) -> Any:
+def _train(cfg: DriveConfig, variant: str, prep: _Prepared, lat: _Latents, seed: int, device: Any = "cpu") -> Any:
     from .method import PlannerConfig
     from .training import build_planner, train_planner
 
@@ -180,7 +185,7 @@ def _train(cfg: DriveConfig, variant: str, prep: _Prepared, lat: _Latents, seed:
         mse_weight=cfg.mse_weight,
     )
     r = np.random.default_rng(seed)  # the same stream for every variant of a seed: paired comparisons
-    planner = build_planner(pc, r)
+    planner = build_planner(pc, r).to(device)  # initialised on the CPU: the same weights on every device
     train_planner(
         planner,
         prep.train,
@@ -209,6 +214,10 @@ class StructureConfig:
         13.0, 1.0, 15.0, help="ego speed (m/s) of the synthetic straight drive (<= 15: the ego stays in view)"
     )
     metres_per_px: float = param(1.0, 0.5, 4.0, help="BEV resolution of the warping test")
+    device: str = param("cpu", help="torch device of the planners: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+
+    def __post_init__(self) -> None:
+        check_device_name(self.device)
 
 
 @experiment(
@@ -225,19 +234,20 @@ def structure(cfg: StructureConfig, rng: np.random.Generator) -> Outcome:
     from .structure import count_backbone_calls, straight_drive_episode, warp_displacements
     from .training import build_planner
 
+    device = resolve_device(cfg.device)
     r_obs, r_c, r_d = spawn(rng, 3)
     kin = torch.as_tensor(r_obs.normal(size=(cfg.n_samples, 15, 28)).astype(np.float32))
     ego = torch.as_tensor(r_obs.normal(size=(cfg.n_samples, 14)).astype(np.float32))
     pc = PlannerConfig(variant="C", d_model=32, n_layers=1, n_heads=4)
-    c = build_planner(pc, r_c)
-    d = build_planner(PlannerConfig(variant="D", d_model=32, n_layers=1, n_heads=4), r_d)
+    c = build_planner(pc, r_c).to(device)  # CPU inputs are moved by the planner
+    d = build_planner(PlannerConfig(variant="D", d_model=32, n_layers=1, n_heads=4), r_d).to(device)
     calls_c = count_backbone_calls(c, lambda: c.predict_latents(_dummy_batch(kin, ego)))
     calls_d = count_backbone_calls(d, lambda: d.predict_latents(_dummy_batch(kin, ego)))
     lat = c.predict_latents(_dummy_batch(kin, ego))
     mask = c.bev_position_mask()
     tpf = pc.tokens_per_frame
     is_register = np.array([1 <= (i % tpf) <= pc.registers for i in range(pc.n_bev)])  # CLS, R registers, P
-    registers_in_mse = int(mask.numpy()[is_register].sum())
+    registers_in_mse = int(mask.cpu().numpy()[is_register].sum())
     _, labels, bev0, _ = c.sequence(_dummy_batch(kin, ego))
     ce_at_bev = int((labels[:, bev0 : bev0 + pc.n_bev] >= 0).sum())
     _, reasoning, _, _ = c.plan_batch(kin, ego)
@@ -314,6 +324,7 @@ def world_model(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
     from .closed_loop import bootstrap_ci, closed_loop
     from .training import open_loop_eval
 
+    device = resolve_device(cfg.device)
     prep = _prepare(cfg)
     per: dict[str, list[float]] = {}
     rows: list[dict[str, Any]] = []
@@ -331,11 +342,11 @@ def world_model(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
     for s, v in track(jobs, "world_model variants", total=len(jobs)):
         if s != cur:
             r_enc, r_train = spawn(seeds[s], 2)
-            lat = _encode(cfg, prep, r_enc)
+            lat = _encode(cfg, prep, r_enc, device)
             train_seed = int(r_train.integers(0, 2**31 - 1))
             cur = s
         assert lat is not None
-        planner = _train(cfg, v, prep, lat, train_seed)
+        planner = _train(cfg, v, prep, lat, train_seed, device)
         ol = open_loop_eval(planner, prep.val, lat.val)
         cl = closed_loop(planner, prep.eval_seeds, n_steps=cfg.eval_steps, expert=prep.experts)
         cl_all.setdefault(v, []).append(cl)
@@ -482,6 +493,7 @@ def adaptive_cot(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
     from .closed_loop import bootstrap_ci, closed_loop, eval_event
     from .training import open_loop_eval
 
+    device = resolve_device(cfg.device)
     prep = _prepare(cfg)
     per: dict[str, list[float]] = {}
     rows: list[dict[str, Any]] = []
@@ -495,11 +507,11 @@ def adaptive_cot(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
     for s, v in track(jobs, "adaptive_cot variants", total=len(jobs)):
         if s != cur:
             r_enc, r_train = spawn(seeds[s], 2)
-            lat = _encode(cfg, prep, r_enc)
+            lat = _encode(cfg, prep, r_enc, device)
             train_seed = int(r_train.integers(0, 2**31 - 1))
             cur = s
         assert lat is not None
-        planner = _train(cfg, v, prep, lat, train_seed)
+        planner = _train(cfg, v, prep, lat, train_seed, device)
         ol = open_loop_eval(planner, prep.val, lat.val)
         cl = closed_loop(planner, prep.eval_seeds, n_steps=cfg.eval_steps, expert=prep.experts)
         lt = np.isin(cl.seeds, lt_seeds)

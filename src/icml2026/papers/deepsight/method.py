@@ -207,6 +207,12 @@ class PlannerBatch:
     wp: torch.Tensor
     latents: torch.Tensor | None = None
 
+    def to(self, device: torch.device) -> PlannerBatch:
+        """The batch on ``device`` (no copy when it is already there)."""
+        lat = None if self.latents is None else self.latents.to(device)
+        return PlannerBatch(self.kin.to(device), self.ego.to(device), self.flag.to(device), self.think.to(device),
+                            self.think_len.to(device), self.wp.to(device), lat)
+
 
 @dataclass
 class Plan:
@@ -266,16 +272,22 @@ class DeepSightPlanner(nn.Module):
         self.register_buffer("lat_std", torch.ones(cfg.d_latent))
 
     # -- sequence pieces ---------------------------------------------------------------------------
+    @property
+    def device(self) -> torch.device:
+        """Where the planner's weights are (inputs given on the CPU are moved there)."""
+        return self.lm_head.weight.device
+
     def _embed(self, ids: torch.Tensor) -> torch.Tensor:
         out: torch.Tensor = self.backbone.embed_tokens(ids)
         return out
 
     def _prompt(self, kin: torch.Tensor, ego: torch.Tensor, flag: torch.Tensor) -> torch.Tensor:
-        b = kin.shape[0]
+        b, dev = kin.shape[0], self.device
+        kin, ego, flag = kin.to(dev), ego.to(dev), flag.to(dev)
         f = torch.where(flag, token_id("<CoT_flag_True>"), token_id("<CoT_flag_False>")).long()
         parts = [self.kin_proj(kin), self.ego_proj(ego)[:, None], self._embed(f)[:, None]]
         if self.cfg.has_world_model:
-            parts.append(self._embed(torch.full((b, 1), token_id("<start_bev>"), dtype=torch.long)))
+            parts.append(self._embed(torch.full((b, 1), token_id("<start_bev>"), dtype=torch.long, device=dev)))
         return torch.cat(parts, 1)
 
     @property
@@ -283,12 +295,12 @@ class DeepSightPlanner(nn.Module):
         return N_NEAR + 2 + (1 if self.cfg.has_world_model else 0)
 
     def bev_ids(self) -> torch.Tensor:
-        return torch.arange(N_TEXT, N_TEXT + self.cfg.n_bev)
+        return torch.arange(N_TEXT, N_TEXT + self.cfg.n_bev, device=self.device)
 
     def bev_position_mask(self) -> torch.Tensor:
         """(n_bev,) True at the positions supervised by the MSE (CLS and patches; registers excluded)."""
         tpf = self.cfg.tokens_per_frame
-        m = torch.ones(self.cfg.n_bev, dtype=torch.bool)
+        m = torch.ones(self.cfg.n_bev, dtype=torch.bool, device=self.device)
         for f in range(self.cfg.frames):
             m[f * tpf + 1 : f * tpf + 1 + self.cfg.registers] = False
         return m
@@ -316,29 +328,32 @@ class DeepSightPlanner(nn.Module):
     def sequence(self, batch: PlannerBatch) -> tuple[torch.Tensor, torch.Tensor, int, int]:
         """Teacher-forced input embeddings (B, L, d), CE labels (B, L) (-100 off the think segment), the
         index of the first BEV query position and the number of world-model passes."""
+        dev = self.device
+        batch = batch.to(dev)
         b = batch.kin.shape[0]
         prompt = self._prompt(batch.kin, batch.ego, batch.flag)
         bev, passes = self._bev_inputs(b, prompt)
         think_ids = batch.think.clone()
         wp_id = token_id("<wp>")
         # <wp> right after </think>; pads after it (causal: they cannot influence the plan)
-        seq_ids = torch.full((b, MAX_THINK + 1), token_id("<pad>"), dtype=torch.long)
+        seq_ids = torch.full((b, MAX_THINK + 1), token_id("<pad>"), dtype=torch.long, device=dev)
         seq_ids[:, :MAX_THINK] = think_ids
-        seq_ids[torch.arange(b), batch.think_len] = wp_id
+        seq_ids[torch.arange(b, device=dev), batch.think_len] = wp_id
         tail_parts = [self._embed(seq_ids)]
         if self.cfg.has_world_model:
-            tail_parts.insert(0, self._embed(torch.full((b, 1), token_id("<end_bev>"), dtype=torch.long)))
+            tail_parts.insert(0, self._embed(torch.full((b, 1), token_id("<end_bev>"), dtype=torch.long, device=dev)))
         emb = torch.cat([prompt, bev, *tail_parts], 1)
-        labels = torch.full(emb.shape[:2], -100, dtype=torch.long)
+        labels = torch.full(emb.shape[:2], -100, dtype=torch.long, device=dev)
         start = prompt.shape[1] + bev.shape[1] + (1 if self.cfg.has_world_model else 0)
         # the logits at position i predict token i + 1: think content and </think> (not <think> itself)
         for j in range(1, MAX_THINK):
             valid = j < batch.think_len
-            labels[:, start + j - 1] = torch.where(valid, think_ids[:, j], torch.tensor(-100))
+            labels[:, start + j - 1] = torch.where(valid, think_ids[:, j], torch.tensor(-100, device=dev))
         return emb, labels, self.n_prompt, passes
 
     def losses(self, batch: PlannerBatch) -> LossParts:
         """CE on the think tokens + L1 on the waypoints + w_mse * MSE on the non-register BEV latents."""
+        batch = batch.to(self.device)
         emb, labels, bev0, _ = self.sequence(batch)
         h = self.backbone(inputs_embeds=emb).last_hidden_state
         logits = self.lm_head(h)
@@ -348,7 +363,7 @@ class DeepSightPlanner(nn.Module):
             else h.sum() * 0
         )
         wp_pos = emb.shape[1] - (MAX_THINK + 1) + batch.think_len
-        wp = self.wp_head(h[torch.arange(h.shape[0]), wp_pos]).reshape(-1, 4, 2)
+        wp = self.wp_head(h[torch.arange(h.shape[0], device=h.device), wp_pos]).reshape(-1, 4, 2)
         l1 = (wp - batch.wp / self.cfg.wp_scale).abs().mean()
         mse = h.sum() * 0
         if self.cfg.has_world_model:
@@ -382,13 +397,13 @@ class DeepSightPlanner(nn.Module):
         """
         from transformers import DynamicCache
 
-        b = kin.shape[0]
-        flag = torch.ones(b, dtype=torch.bool) if flag is None else flag
+        b, dev = kin.shape[0], self.device
+        flag = torch.ones(b, dtype=torch.bool, device=dev) if flag is None else flag
         prompt = self._prompt(kin, ego, flag)
         bev, passes = self._bev_inputs(b, prompt)
-        tail = [self._embed(torch.full((b, 1), token_id("<think>"), dtype=torch.long))]
+        tail = [self._embed(torch.full((b, 1), token_id("<think>"), dtype=torch.long, device=dev))]
         if self.cfg.has_world_model:
-            tail.insert(0, self._embed(torch.full((b, 1), token_id("<end_bev>"), dtype=torch.long)))
+            tail.insert(0, self._embed(torch.full((b, 1), token_id("<end_bev>"), dtype=torch.long, device=dev)))
         prefix = torch.cat([prompt, bev, *tail], 1)
         cache = DynamicCache()
         out = self.backbone(inputs_embeds=prefix, cache=cache, use_cache=True)
@@ -398,21 +413,21 @@ class DeepSightPlanner(nn.Module):
             lat = self.vis_head(h[:, prompt.shape[1] : prompt.shape[1] + self.cfg.n_bev])[:, self.bev_position_mask()]
             lat = lat.reshape(b, self.cfg.frames, 1 + self.cfg.patches, self.cfg.d_latent)
         last = h[:, -1]
-        done = torch.zeros(b, dtype=torch.bool)
-        recorded = torch.zeros(b, dtype=torch.bool)
+        done = torch.zeros(b, dtype=torch.bool, device=dev)
+        recorded = torch.zeros(b, dtype=torch.bool, device=dev)
         reasoning: list[list[str]] = [[] for _ in range(b)]
         end_id, wp_id = token_id("</think>"), token_id("<wp>")
         banned = [
             token_id(t)
             for t in ("<pad>", "<CoT_flag_True>", "<CoT_flag_False>", "<start_bev>", "<end_bev>", "<think>", "<wp>")
         ]
-        wp_hidden = torch.zeros(b, self.cfg.d_model)
+        wp_hidden = torch.zeros(b, self.cfg.d_model, device=dev)
         for step in range(max_think + 1):
             logits = self.lm_head(last)
             logits[:, banned] = -torch.inf  # structural tokens are appended, never generated
             # at most max_think - 2 content tokens: the segment is <think> ... </think> (<think> is in the prefix)
-            nxt = torch.full((b,), end_id, dtype=torch.long) if step >= max_think - 2 else logits.argmax(-1)
-            nxt = torch.where(done, torch.tensor(wp_id), nxt)  # after </think> comes <wp>
+            nxt = torch.full((b,), end_id, dtype=torch.long, device=dev) if step >= max_think - 2 else logits.argmax(-1)
+            nxt = torch.where(done, torch.tensor(wp_id, device=dev), nxt)  # after </think> comes <wp>
             for i in range(b):
                 if not done[i] and int(nxt[i]) != end_id:
                     reasoning[i].append(VOCAB[int(nxt[i])])
@@ -437,4 +452,4 @@ class DeepSightPlanner(nn.Module):
             raise ValueError("obs: contains NaN or inf")
         self.eval()
         wp, reasoning, lat, passes = self.plan_batch(kin, ego)
-        return Plan(wp[0].numpy(), reasoning[0], None if lat is None else lat[0].numpy(), passes)
+        return Plan(wp[0].cpu().numpy(), reasoning[0], None if lat is None else lat[0].cpu().numpy(), passes)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from icml2026.core.progress import track
 from icml2026.core.rng import torch_generator
 from icml2026.core.validate import positive_int
 
@@ -113,20 +114,24 @@ def pretrain_encoder(
     patch_size: int = 16,
     mask_ratio: float = 0.5,
     lr: float = 2e-3,
+    device: str | torch.device = "cpu",
 ) -> BEVEncoder:
-    """Masked image modelling pre-training of the BEV encoder on frames (N, 3, S, S) uint8; returns it frozen."""
+    """Masked image modelling pre-training of the BEV encoder on frames (N, 3, S, S) uint8; returns it frozen.
+
+    Trained on ``device``; batches and masks are drawn on the CPU with the run's generator and moved."""
     n_steps = positive_int(n_steps, "n_steps", minimum=0)
     x_all = torch.as_tensor(frames).float() / 255.0
     g = torch_generator(rng)
     with torch.random.fork_rng(devices=[]):  # module init draws from torch's global RNG: isolate it
         torch.manual_seed(int(rng.integers(0, 2**31 - 1)))
         enc = BEVEncoder(image_size=frames.shape[-1], patch_size=patch_size)
+    enc.to(device)
     opt = torch.optim.AdamW(enc.parameters(), lr=lr, weight_decay=0.01)
     n_p = enc.n_patches
-    for _ in range(n_steps):
+    for _ in track(range(n_steps), "deepsight BEV encoder pre-training", total=n_steps):
         idx = torch.randint(0, x_all.shape[0], (min(batch, x_all.shape[0]),), generator=g)
         mask = torch.rand(len(idx), n_p, generator=g) < mask_ratio
-        loss = enc.mim_loss(x_all[idx], mask)
+        loss = enc.mim_loss(x_all[idx].to(device), mask.to(device))
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -141,8 +146,10 @@ def encode_targets(enc: BEVEncoder, bev: np.ndarray, chunk: int = 256) -> np.nda
     """Frozen-encoder latents without registers of BEV stacks (N, T, 3, S, S) uint8: (N, T, 1 + P, d)."""
     n, t = bev.shape[:2]
     flat = bev.reshape(n * t, *bev.shape[2:])
+    dev = next(enc.parameters()).device
     out = [
-        enc.latents(torch.as_tensor(flat[i : i + chunk]).float() / 255.0).numpy() for i in range(0, len(flat), chunk)
+        enc.latents(torch.as_tensor(flat[i : i + chunk]).to(dev).float() / 255.0).cpu().numpy()
+        for i in range(0, len(flat), chunk)
     ]
     z = np.concatenate(out)
     return z.reshape(n, t, *z.shape[1:])
@@ -203,7 +210,7 @@ def train_planner(
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=max(n_steps, 1), pct_start=0.1)
     planner.train()
     hist = []
-    for _ in range(n_steps):
+    for _ in track(range(n_steps), f"deepsight planner {planner.cfg.variant} training", total=n_steps):
         idx = torch.randint(0, len(s), (min(batch, len(s)),), generator=g).numpy()
         parts = planner.losses(make_batch(s, idx, planner.cfg.variant, lat, cot_mode, flags))
         opt.zero_grad()
@@ -248,10 +255,10 @@ def open_loop_eval(planner: DeepSightPlanner, s: SampleSet, lat: np.ndarray | No
     for i in range(0, len(s), chunk):
         sl = slice(i, i + chunk)
         wp, reasoning, pl, _ = planner.plan_batch(torch.as_tensor(s.kin[sl]), torch.as_tensor(s.ego[sl]))
-        wps.append(wp.numpy())
+        wps.append(wp.cpu().numpy())
         toks.extend(len(r) for r in reasoning)
         if pl is not None:
-            lats.append(pl.numpy())
+            lats.append(pl.cpu().numpy())
     wp = np.concatenate(wps)
     err = np.linalg.norm(wp - s.wp, axis=-1)
     cos = cos_p = pred = None
