@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from icml2026.core.progress import track
 from icml2026.core.rng import torch_generator
 
 from .data import ATTRIBUTES, Question, World
@@ -113,7 +114,7 @@ def _answer_tinylm(world: World, corpus: list[Question], scale: TargetScale, rng
         [_qa_text(q) for q in corpus], rng, tokenizer=tok,
         model_config=TinyLMConfig(family=lm_family, d_model=64, n_layers=2, n_heads=4, max_len=96),
         train_config=TrainConfig(n_steps=scale.lm_steps, batch_size=scale.batch_size, lr=3e-3),
-        name="tinylm", device=scale.device,
+        name="tinylm", device=scale.device, progress=f"{lm_family} target training",
     )
     prompts = [_qa_prompt(q) for q in world.questions]
     outs = res.backend.sample(prompts, n=1, temperature=0.0, max_new_tokens=8, rng=rng)
@@ -155,7 +156,7 @@ def _answer_gru(
     model.to(device)
     seqs = [[bos] + [index[c] for c in _qa_text(q)] + [eos] for q in corpus]
     opt = torch.optim.Adam(model.parameters(), lr=5e-3)
-    for _ in range(scale.gru_steps):
+    for _ in track(range(scale.gru_steps), "GRU target training", total=scale.gru_steps):
         batch = [seqs[int(i)] for i in rng.integers(0, len(seqs), size=scale.batch_size)]
         width = max(len(s) for s in batch)
         ids = torch.tensor([s + [pad] * (width - len(s)) for s in batch], device=device)
@@ -236,7 +237,7 @@ def _answer_bagmlp(
             p.normal_(0.0, 0.05, generator=gen)
     model.to(device)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    for _ in range(scale.mlp_steps):
+    for _ in track(range(scale.mlp_steps), "bag-MLP target training", total=scale.mlp_steps):
         idx = torch.from_numpy(rng.integers(0, len(corpus), size=4 * scale.batch_size)).to(device)
         loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
         opt.zero_grad()
