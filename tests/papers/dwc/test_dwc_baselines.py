@@ -71,13 +71,20 @@ def test_qat_sac_trains_and_checkpoints(tmp_path):
     assert again.resumed_from == 240 and again.eval_returns == res.eval_returns
 
 
-def test_worker_pool_and_checkpoint_dir_give_identical_results(tmp_path):
+def test_worker_pool_and_checkpoint_dir_give_identical_results(tmp_path, capfd):
     exp = get_experiment("dwc.sac_pendulum")
     base = dict(n_seeds=2, total_steps=260, learning_starts=220, n_luts=8, eval_episodes=1, run_baseline=True,
                 run_quantized=False, n_random_vectors=2000)
     serial = exp(exp.config_type(**base), make_rng(3))
+    capfd.readouterr()
     pooled = exp(exp.config_type(workers=2, checkpoint_dir=str(tmp_path), **base), make_rng(3))
     assert serial.metrics == pooled.metrics
+    # every worker reports its own SAC steps (plain lines on the inherited stderr), not only the job count
+    err = capfd.readouterr().err
+    for actor in ("dwc", "mlp"):
+        for seed in (0, 1):
+            assert f"[SAC {actor} InvertedPendulum-v4 seed {seed}] done 260 steps" in err
+    assert "[SAC runs on 2 workers]" in err
     assert len(list(tmp_path.glob("*.pt"))) == 4  # 2 seeds x (DWC, FP32)
     resumed = exp(exp.config_type(checkpoint_dir=str(tmp_path), **base), make_rng(3))  # reuses finished runs
     assert resumed.metrics == serial.metrics
