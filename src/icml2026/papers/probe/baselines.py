@@ -47,9 +47,9 @@ def pgd_fakes(
     eps = finite_number(eps, "eps", lo=0.0)
     n_steps = positive_int(n_steps, "n_steps", minimum=0)
     alpha = eps / 4 if step is None else finite_number(step, "step", lo=0.0)
-    x0 = to_tensor(fakes)
-    x = x0.clone()
     with _FrozenCritic(detector) as critic:
+        x0 = to_tensor(fakes, next(critic.parameters()).device)
+        x = x0.clone()
         for _ in range(n_steps):
             x.requires_grad_(True)
             loss = nn.functional.softplus(critic(x)).sum()
@@ -57,7 +57,7 @@ def pgd_fakes(
             with torch.no_grad():
                 x = x - alpha * grad.sign()
                 x = (x0 + (x - x0).clamp(-eps, eps)).clamp(-1, 1)
-    return x.detach().numpy().astype(np.float32)
+    return x.detach().cpu().numpy().astype(np.float32)
 
 
 def _gaussian_blur(img: np.ndarray, sigma: float) -> np.ndarray:
@@ -156,6 +156,6 @@ def latent_steer_buffer(
                 opt.step()
                 if u % cfg.dump_every == 0:
                     with torch.no_grad():
-                        buf.append(run(z.detach(), tail).clamp(-1, 1).numpy())
-                        base.append(x0_base.numpy())
+                        buf.append(run(z.detach(), tail).clamp(-1, 1).cpu().numpy())
+                        base.append(x0_base.cpu().numpy())
     return LatentSteerResult(np.concatenate(buf).astype(np.float32), np.concatenate(base).astype(np.float32))

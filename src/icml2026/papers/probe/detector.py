@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from icml2026.core import spawn
+from icml2026.core.progress import track
 from icml2026.core.validate import as_array, as_labels, finite_number, positive_int, same_length
 
 from .generators import check_images, to_tensor
@@ -60,14 +61,24 @@ class Detector:
     ----------
     width : channels of the first stage (then 2x, 4x); 16 gives ~75 k parameters on RGB.
     epochs, lr, batch_size : training schedule of :meth:`fit` (Adam, class-balanced batches).
+    device : where the network is trained and run (built on the CPU from the seed, then moved; batches are cut
+        on the CPU and moved, predictions come back as numpy).
 
     Attributes
     ----------
     net_ : the fitted ``torch.nn.Module`` (kept in eval mode outside training).
     """
 
-    def __init__(self, width: int = 16, epochs: int = 8, lr: float = 2e-3, batch_size: int = 64) -> None:
+    def __init__(
+        self,
+        width: int = 16,
+        epochs: int = 8,
+        lr: float = 2e-3,
+        batch_size: int = 64,
+        device: torch.device | str = "cpu",
+    ) -> None:
         self.width, self.epochs, self.lr, self.batch_size = width, epochs, lr, batch_size
+        self.device = device
 
     def fit(self, real: np.ndarray, fake: np.ndarray, rng: np.random.Generator) -> Detector:
         """Train from scratch on real (label 0) vs fake (label 1) images, class-balanced."""
@@ -76,7 +87,7 @@ class Detector:
         r_init, r_train = spawn(rng, 2)
         with torch.random.fork_rng(devices=[]):  # module init draws from torch's global RNG: isolate it
             torch.manual_seed(int(r_init.integers(0, 2**31 - 1)))
-            self.net_ = _ResNet(real.shape[1], width)
+            self.net_ = _ResNet(real.shape[1], width).to(self.device)
         self.n_params_ = sum(p.numel() for p in self.net_.parameters())
         return self.partial_fit(real, fake, r_train, epochs=self.epochs, lr=self.lr)
 
@@ -101,16 +112,17 @@ class Detector:
         half = max(1, positive_int(self.batch_size, "batch_size", minimum=2) // 2)
         n = max(len(real), len(fake))
         opt = torch.optim.Adam(self.net_.parameters(), lr=lr)
+        dev = next(self.net_.parameters()).device
         self.net_.train()
-        for _ in range(epochs):
+        for _ in track(range(epochs), "train detector (epochs)", total=epochs):
             ir = np.concatenate([rng.permutation(len(real)) for _ in range(-(-n // len(real)))])[:n]
             i_f = np.concatenate([rng.permutation(len(fake)) for _ in range(-(-n // len(fake)))])[:n]
             for s in range(0, n, half):
                 xb = np.concatenate([real[ir[s : s + half]], fake[i_f[s : s + half]]])
                 if augment is not None:
                     xb = augment(xb, rng)
-                yb = torch.cat([torch.zeros(len(ir[s : s + half])), torch.ones(len(i_f[s : s + half]))])
-                loss = nn.functional.binary_cross_entropy_with_logits(self.net_(to_tensor(xb)), yb)
+                yb = torch.cat([torch.zeros(len(ir[s : s + half])), torch.ones(len(i_f[s : s + half]))]).to(dev)
+                loss = nn.functional.binary_cross_entropy_with_logits(self.net_(to_tensor(xb, dev)), yb)
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
@@ -126,9 +138,10 @@ class Detector:
         self._check_fitted()
         x = check_images(x, "x")
         self.net_.eval()
+        dev = next(self.net_.parameters()).device
         with torch.no_grad():
             return np.concatenate(
-                [self.net_(to_tensor(x[i : i + batch_size])).numpy() for i in range(0, len(x), batch_size)]
+                [self.net_(to_tensor(x[i : i + batch_size], dev)).cpu().numpy() for i in range(0, len(x), batch_size)]
             ).astype(np.float64)
 
     def predict_proba(self, x: np.ndarray) -> np.ndarray:

@@ -15,6 +15,7 @@ import torch
 
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
+from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
 
@@ -70,8 +71,10 @@ class HeadlineConfig:
     refine_lr: float = param(1e-4, 1e-6, 1e-1, help="Stage-2 Adam step (brief: 1e-4)")
     pgd_eps: float = param(8 / 255, 0.0, 1.0, help="B2 L_inf radius on [-1, 1] (brief: 4/255 on [0, 1])")
     latent_lr: float = param(0.05, 1e-5, 10.0, help="B5 Adam step on the latent")
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
 
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         if self.dump_every > self.n_updates:
             raise ValueError(f"dump_every = {self.dump_every}: must be <= n_updates = {self.n_updates}")
         if self.grad_steps > self.ddim_steps:
@@ -97,23 +100,25 @@ class HeadlineConfig:
 
 
 def train_seen(real_train: np.ndarray, cfg: HeadlineConfig, rng: np.random.Generator) -> DiffusionGenerator:
-    """The seen generator: a DDPM with the attention UNet, DDIM sampling."""
-    gen = DiffusionGenerator(seen_unet(real_train.shape[2], real_train.shape[1]), "ddim", cfg.ddim_steps)
+    """The seen generator: a DDPM with the attention UNet, DDIM sampling (built on the CPU, moved to cfg.device)."""
+    unet = seen_unet(real_train.shape[2], real_train.shape[1]).to(cfg.device)
+    gen = DiffusionGenerator(unet, "ddim", cfg.ddim_steps)
     return gen.fit(real_train, rng, n_steps=cfg.ddpm_steps, batch_size=64)
 
 
 def train_unseen_zoo(
     real_train: np.ndarray, real_test: np.ndarray, cfg: HeadlineConfig, rng: np.random.Generator
 ) -> dict[str, Any]:
-    """The five unseen families (test only), each trained on the real train crops."""
+    """The five unseen families (test only), each trained on the real train crops (on cfg.device)."""
     s, c = real_train.shape[2], real_train.shape[1]
     r = spawn(rng, 5)
-    steps = cfg.zoo_steps
-    ddpm2 = DiffusionGenerator(unseen_unet(s, c), "ddpm", 40).fit(real_train, r[2], n_steps=steps, batch_size=64)
-    ae = AEReconstructor(s, c).fit(real_train, r[3], n_steps=steps).set_sources(real_test)
+    steps, dev = cfg.zoo_steps, cfg.device
+    ddpm2 = DiffusionGenerator(unseen_unet(s, c).to(dev), "ddpm", 40)
+    ddpm2.fit(real_train, r[2], n_steps=steps, batch_size=64)
+    ae = AEReconstructor(s, c, device=dev).fit(real_train, r[3], n_steps=steps).set_sources(real_test)
     return {
-        "vae": VAEGenerator(s, c).fit(real_train, r[0], n_steps=steps),
-        "dcgan": DCGANGenerator(s, c).fit(real_train, r[1], n_steps=steps),
+        "vae": VAEGenerator(s, c, device=dev).fit(real_train, r[0], n_steps=steps),
+        "dcgan": DCGANGenerator(s, c, device=dev).fit(real_train, r[1], n_steps=steps),
         "ddpm2": ddpm2,
         "ae_recon": ae,
         "pca_gauss": PCAGaussianGenerator().fit(real_train, r[4]),
@@ -138,7 +143,7 @@ def fit_methods(
     r = spawn(rng, 10)
     real = real_train[r[0].choice(len(real_train), size=min(cfg.n_real, len(real_train)), replace=False)]
     seen_fakes = seen.sample(cfg.n_seen, r[1])
-    b0 = Detector(epochs=cfg.det_epochs).fit(real, seen_fakes, r[2])
+    b0 = Detector(epochs=cfg.det_epochs, device=cfg.device).fit(real, seen_fakes, r[2])
     pc = cfg.probe
     res = probe_generator(seen, b0, pc, r[3])  # Stage 1
     n_buf = len(res.buffer)
@@ -259,6 +264,7 @@ def _agg(vals: list[float]) -> tuple[float, float, float, float]:
     },
 )
 def headline(cfg: HeadlineConfig, rng: np.random.Generator) -> Outcome:
+    resolve_device(cfg.device)  # a device this machine lacks stops the run here; the helpers build on cfg.device
     real_tr, real_te = load_reals(cfg.dataset, cfg.size)
     r_seen0, r_zoo0, r_seeds = spawn(rng, 3)
     shared = (
@@ -381,6 +387,10 @@ class LimitConfig:
     lam_large: float = param(1e6, 1.0, 1e12, help="the 'very large' lambda")
     lam: float = param(1.0, 0.0, 1e3, help="the working lambda (for contrast)")
     lora_lr: float = param(1e-2, 1e-5, 1.0, help="Adam step of Delta-phi")
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+
+    def __post_init__(self) -> None:
+        check_device_name(self.device)
 
 
 @experiment(
@@ -395,13 +405,14 @@ class LimitConfig:
     },
 )
 def lambda_limit(cfg: LimitConfig, rng: np.random.Generator) -> Outcome:
+    device = resolve_device(cfg.device)
     real_tr, _ = load_reals("photos", 8)
     per: dict[str, list[float]] = {}
     for r in track(spawn(rng, cfg.n_seeds), "lambda-limit seeds", total=cfg.n_seeds):
         r_g, r_f, r_d, r_p = spawn(r, 4)
         real = real_tr[r_g.choice(len(real_tr), 1024, replace=False)]
-        gen = DiffusionGenerator(seen_unet(8, 3), "ddim", 6).fit(real, r_g, n_steps=cfg.ddpm_steps)
-        det = Detector(epochs=1).fit(real[:256], gen.sample(256, r_f), r_d)
+        gen = DiffusionGenerator(seen_unet(8, 3).to(device), "ddim", 6).fit(real, r_g, n_steps=cfg.ddpm_steps)
+        det = Detector(epochs=1, device=device).fit(real[:256], gen.sample(256, r_f), r_d)
         unet0 = {k: v.clone() for k, v in gen.unet.state_dict().items()}
         det0 = {k: v.clone() for k, v in det.net_.state_dict().items()}
         for name, lam in (("large", cfg.lam_large), ("working", cfg.lam)):

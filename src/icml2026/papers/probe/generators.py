@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from icml2026.core import spawn, torch_generator
+from icml2026.core.progress import track
 from icml2026.core.validate import as_array, finite_number, positive_int
 
 __all__ = [
@@ -44,8 +45,13 @@ def check_images(x: object, name: str) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def to_tensor(x: np.ndarray) -> torch.Tensor:
-    return torch.as_tensor(np.ascontiguousarray(x, dtype=np.float32))
+def to_tensor(x: np.ndarray, device: torch.device | str | None = None) -> torch.Tensor:
+    """float32 tensor of ``x`` (on ``device``; default the CPU)."""
+    return torch.as_tensor(np.ascontiguousarray(x, dtype=np.float32), device=device)
+
+
+def _device(module: nn.Module) -> torch.device:
+    return next(module.parameters()).device
 
 
 def _batches(n: int, batch_size: int, rng: np.random.Generator) -> np.ndarray:
@@ -98,7 +104,8 @@ class DiffusionGenerator:
 
     Parameters
     ----------
-    unet : a ``diffusers.UNet2DModel`` (predicts the noise epsilon).
+    unet : a ``diffusers.UNet2DModel`` (predicts the noise epsilon); the generator runs where it is (move it with
+        ``.to(device)`` before); every random draw is made on the CPU and moved there.
     sampler : "ddim" (deterministic, eta = 0) or "ddpm" (ancestral).
     n_sample_steps : number of sampling steps.
     n_train_timesteps : T of the forward process (squared-cosine schedule).
@@ -130,6 +137,10 @@ class DiffusionGenerator:
         cfg = self.unet.config
         self.size, self.channels = int(cfg.sample_size), int(cfg.in_channels)
 
+    @property
+    def device(self) -> torch.device:
+        return _device(self.unet)
+
     def fit(
         self, x: np.ndarray, rng: np.random.Generator, n_steps: int = 1000, batch_size: int = 64, lr: float = 2e-3
     ) -> DiffusionGenerator:
@@ -144,10 +155,11 @@ class DiffusionGenerator:
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, n_steps)
         self.unet.train()
         T = self.train_scheduler.config.num_train_timesteps
-        for _ in range(n_steps):
-            x0 = data[_batches(len(data), batch_size, rng)]
-            noise = torch.randn(x0.shape, generator=g)
-            t = torch.randint(0, T, (len(x0),), generator=g)
+        dev = self.device
+        for _ in track(range(n_steps), "train DDPM (steps)", total=n_steps):
+            x0 = data[_batches(len(data), batch_size, rng)].to(dev)
+            noise = torch.randn(x0.shape, generator=g).to(dev)
+            t = torch.randint(0, T, (len(x0),), generator=g).to(dev)
             xt = self.train_scheduler.add_noise(x0, noise, t)
             loss = (self.unet(xt, t).sample - noise).pow(2).mean()
             opt.zero_grad()
@@ -161,7 +173,8 @@ class DiffusionGenerator:
 
     def noise(self, n: int, rng: np.random.Generator) -> torch.Tensor:
         """x_T ~ N(0, I) of shape (n, C, S, S) drawn from ``rng``."""
-        return torch.randn((n, self.channels, self.size, self.size), generator=torch_generator(rng))
+        x = torch.randn((n, self.channels, self.size, self.size), generator=torch_generator(rng))
+        return x.to(self.device)
 
     def denoise(self, x_t: torch.Tensor, unet: nn.Module | None = None, grad_steps: int = 0) -> torch.Tensor:
         """The DDIM chain x_T -> x_0 (eta = 0) with ``unet`` (default: the base one).
@@ -201,7 +214,7 @@ class DiffusionGenerator:
                     for t in self.scheduler.timesteps:
                         x = self.scheduler.step(net(x, t).sample, t, x, generator=g).prev_sample
                     x = x.clamp(-1.0, 1.0)
-                out.append(x.numpy())
+                out.append(x.cpu().numpy())
         return (
             np.concatenate(out).astype(np.float32)
             if out
@@ -260,20 +273,22 @@ def _check_fit_args(x: object, n_steps: int, batch_size: int, lr: float) -> tupl
 class VAEGenerator:
     """A convolutional VAE; samples decode z ~ N(0, I) through transposed convolutions (unseen family)."""
 
-    def __init__(self, size: int, channels: int, z_dim: int = 16, beta: float = 0.5) -> None:
+    def __init__(
+        self, size: int, channels: int, z_dim: int = 16, beta: float = 0.5, device: torch.device | str = "cpu"
+    ) -> None:
         self.size, self.channels, self.z_dim, self.beta = size, channels, z_dim, beta
-        self.net = _ConvVAE(size, channels, z_dim, variational=True)
+        self.net = _ConvVAE(size, channels, z_dim, variational=True).to(device)
 
     def fit(
         self, x: np.ndarray, rng: np.random.Generator, n_steps: int = 800, batch_size: int = 64, lr: float = 2e-3
     ) -> VAEGenerator:
         x, n_steps, batch_size, lr = _check_fit_args(x, n_steps, batch_size, lr)
-        g, data = torch_generator(rng), to_tensor(x)
+        g, data, dev = torch_generator(rng), to_tensor(x), _device(self.net)
         opt = torch.optim.Adam(self.net.parameters(), lr=lr)
-        for _ in range(n_steps):
-            xb = data[_batches(len(data), batch_size, rng)]
+        for _ in track(range(n_steps), "train VAE (steps)", total=n_steps):
+            xb = data[_batches(len(data), batch_size, rng)].to(dev)
             mu, logvar = self.net.encode(xb)
-            z = mu + torch.randn(mu.shape, generator=g) * (0.5 * logvar).exp()
+            z = mu + torch.randn(mu.shape, generator=g).to(dev) * (0.5 * logvar).exp()
             rec = (self.net.decode(z) - xb).pow(2).sum((1, 2, 3)).mean()
             kl = -0.5 * (1 + logvar - mu.pow(2) - logvar.exp()).sum(1).mean()
             loss = (rec + self.beta * kl) / xb[0].numel()
@@ -286,8 +301,8 @@ class VAEGenerator:
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         n = positive_int(n, "n")
         with torch.no_grad():
-            z = torch.randn((n, self.z_dim), generator=torch_generator(rng))
-            return self.net.decode(z).numpy().astype(np.float32)
+            z = torch.randn((n, self.z_dim), generator=torch_generator(rng)).to(_device(self.net))
+            return self.net.decode(z).cpu().numpy().astype(np.float32)
 
 
 class AEReconstructor:
@@ -297,19 +312,19 @@ class AEReconstructor:
     replacement.
     """
 
-    def __init__(self, size: int, channels: int, z_dim: int = 48) -> None:
+    def __init__(self, size: int, channels: int, z_dim: int = 48, device: torch.device | str = "cpu") -> None:
         self.size, self.channels, self.z_dim = size, channels, z_dim
-        self.net = _ConvVAE(size, channels, z_dim, variational=False)
+        self.net = _ConvVAE(size, channels, z_dim, variational=False).to(device)
         self.sources: np.ndarray | None = None
 
     def fit(
         self, x: np.ndarray, rng: np.random.Generator, n_steps: int = 800, batch_size: int = 64, lr: float = 2e-3
     ) -> AEReconstructor:
         x, n_steps, batch_size, lr = _check_fit_args(x, n_steps, batch_size, lr)
-        data = to_tensor(x)
+        data, dev = to_tensor(x), _device(self.net)
         opt = torch.optim.Adam(self.net.parameters(), lr=lr)
-        for _ in range(n_steps):
-            xb = data[_batches(len(data), batch_size, rng)]
+        for _ in track(range(n_steps), "train AE (steps)", total=n_steps):
+            xb = data[_batches(len(data), batch_size, rng)].to(dev)
             mu, _ = self.net.encode(xb)
             loss = (self.net.decode(mu) - xb).pow(2).mean()
             opt.zero_grad()
@@ -325,7 +340,8 @@ class AEReconstructor:
     def reconstruct(self, x: np.ndarray) -> np.ndarray:
         x = check_images(x, "x")
         with torch.no_grad():
-            return self.net.decode(self.net.encode(to_tensor(x))[0]).numpy().astype(np.float32)
+            xt = to_tensor(x, _device(self.net))
+            return self.net.decode(self.net.encode(xt)[0]).cpu().numpy().astype(np.float32)
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         n = positive_int(n, "n")
@@ -354,9 +370,9 @@ class _DCGenerator(nn.Module):
 class DCGANGenerator:
     """A DCGAN (transposed-conv generator, conv discriminator, non-saturating loss; unseen family)."""
 
-    def __init__(self, size: int, channels: int, z_dim: int = 32) -> None:
+    def __init__(self, size: int, channels: int, z_dim: int = 32, device: torch.device | str = "cpu") -> None:
         self.size, self.channels, self.z_dim = size, channels, z_dim
-        self.gen = _DCGenerator(size, channels, z_dim)
+        self.gen = _DCGenerator(size, channels, z_dim).to(device)
         s4 = size // 4
         self.disc = nn.Sequential(
             nn.Conv2d(channels, 32, 4, 2, 1),
@@ -365,19 +381,19 @@ class DCGANGenerator:
             nn.LeakyReLU(0.2),
             nn.Flatten(),
             nn.Linear(64 * s4 * s4, 1),
-        )
+        ).to(device)
 
     def fit(
         self, x: np.ndarray, rng: np.random.Generator, n_steps: int = 800, batch_size: int = 64, lr: float = 2e-4
     ) -> DCGANGenerator:
         x, n_steps, batch_size, lr = _check_fit_args(x, n_steps, batch_size, lr)
-        g, data = torch_generator(rng), to_tensor(x)
+        g, data, dev = torch_generator(rng), to_tensor(x), _device(self.gen)
         opt_g = torch.optim.Adam(self.gen.parameters(), lr=lr, betas=(0.5, 0.999))
         opt_d = torch.optim.Adam(self.disc.parameters(), lr=lr, betas=(0.5, 0.999))
         sp = nn.functional.softplus
-        for _ in range(n_steps):
-            xb = data[_batches(len(data), batch_size, rng)]
-            fake = self.gen(torch.randn((batch_size, self.z_dim), generator=g))
+        for _ in track(range(n_steps), "train DCGAN (steps)", total=n_steps):
+            xb = data[_batches(len(data), batch_size, rng)].to(dev)
+            fake = self.gen(torch.randn((batch_size, self.z_dim), generator=g).to(dev))
             d_loss = sp(-self.disc(xb)).mean() + sp(self.disc(fake.detach())).mean()
             opt_d.zero_grad()
             d_loss.backward()
@@ -392,7 +408,8 @@ class DCGANGenerator:
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         n = positive_int(n, "n")
         with torch.no_grad():
-            return self.gen(torch.randn((n, self.z_dim), generator=torch_generator(rng))).numpy().astype(np.float32)
+            z = torch.randn((n, self.z_dim), generator=torch_generator(rng)).to(_device(self.gen))
+            return self.gen(z).cpu().numpy().astype(np.float32)
 
 
 class PCAGaussianGenerator:

@@ -279,7 +279,7 @@ def probe_generator(
                     x_d = generator.noise(cfg.n_dump, r_dump)
                     buf.append(generator.sample_from(x_d, lora))
                     base.append(generator.sample_from(x_d, base_unet))
-                    noise.append(x_d.numpy())
+                    noise.append(x_d.cpu().numpy())
                     norms.append(lora_delta_norm(lora))
     return ProbeResult(np.concatenate(buf), np.concatenate(base), np.concatenate(noise), norms, hist)
 
