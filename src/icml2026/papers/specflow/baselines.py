@@ -24,7 +24,7 @@ def _patch_tokens(policy: Policy, img: torch.Tensor, tokens_per_thought: int, le
                   lead_ids: list[int]) -> torch.Tensor:
     feats = patches(img, tokens_per_thought)
     n = feats.shape[1]
-    pad = torch.zeros(1, len(lead), feats.shape[2])
+    pad = torch.zeros(1, len(lead), feats.shape[2], device=feats.device)
     kinds = lead + [VIS] * n
     ids = lead_ids + [0] * n
     return _tokens(policy, kinds, ids, torch.cat([pad, feats], dim=1), [0] * len(lead) + list(range(n)))
@@ -58,14 +58,14 @@ class MVoTReasoner(_Reasoner):
     def _think(self, m: LakeMap, pos: tuple[int, int], visited: set, thought: object, trace: list[int],
                g: torch.Generator) -> object:
         if self.updater is None:
-            return torch.from_numpy(render(m, pos, visited))[None, None]
+            return torch.from_numpy(render(m, pos, visited))[None, None].to(self.policy.bos.device)
         return self.updater.sample(thought, [list(trace)], g)  # type: ignore[arg-type]
 
     def _visual_in_context(self, n_hops: int) -> int:
         return (n_hops + 1) * self.tokens_per_thought
 
     def _decode(self, thought: object) -> np.ndarray:
-        return thought[0, 0].numpy()  # type: ignore[index]
+        return thought[0, 0].cpu().numpy()  # type: ignore[index]
 
 
 class TextOnlyReasoner(_Reasoner):

@@ -72,22 +72,27 @@ def measure_costs(
     w: float = 4.0,
     reps: int = 3,
     count_flops: bool = True,
+    device: str | torch.device = "cpu",
 ) -> CostCurve:
-    """Costs per hop of ``method`` over a forced episode of ``depth`` moves (one FLOP-counted run + timed reps)."""
+    """Costs per hop of ``method`` over a forced episode of ``depth`` moves (one FLOP-counted run + timed reps).
+
+    The nets are built on the CPU (weights drawn from ``rng``) and run on ``device``; wall times there are
+    measured without synchronising a GPU, so they are reported, never checked.
+    """
     if method not in ("specflow", "mvot"):
         raise ValueError(f"method: must be 'specflow' or 'mvot', got {method!r}")
     reps = positive_int(reps, "reps", maximum=1000)
     g = torch_generator(rng)
-    net = seeded_init(lambda: VelocityNet(width=flow_width), g)
+    net = seeded_init(lambda: VelocityNet(width=flow_width), g).to(device)
     assert isinstance(net, VelocityNet)
     reasoner: _Reasoner
     if method == "specflow":
-        policy = build_policy(16, 16, n_layers, d_model, n_heads, 64 + depth, g, attn_implementation="eager")
+        policy = build_policy(16, 16, n_layers, d_model, n_heads, 64 + depth, g, attn_implementation="eager").to(device)
         reasoner = SpecFlowReasoner(policy, FlowUpdater(net, "spectral", n_steps=n_ode_steps, w=w))
     else:
         side = int(round(tokens_per_thought ** 0.5))
         policy = build_policy((32 // side) ** 2, tokens_per_thought, n_layers, d_model, n_heads,
-                              (depth + 2) * (tokens_per_thought + 1), g, attn_implementation="eager")
+                              (depth + 2) * (tokens_per_thought + 1), g, attn_implementation="eager").to(device)
         reasoner = MVoTReasoner(policy, FlowUpdater(net, "pixel", n_steps=n_ode_steps, w=w), tokens_per_thought)
     lake, moves = forced_path(depth)
     curve = CostCurve(method, tokens_per_thought if method == "mvot" else 16)

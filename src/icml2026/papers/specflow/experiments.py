@@ -11,6 +11,7 @@ from scipy.fft import dctn
 
 from icml2026.core import Check, Outcome, experiment, spawn, torch_generator
 from icml2026.core.config import config, param
+from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.plotting import new_figure
 
 from .baselines import MVoTReasoner, TextOnlyReasoner
@@ -143,8 +144,10 @@ class CostConfig:
     n_ode_steps: int = param(5, 1, 16, help="paper: T = 5")
     w: float = param(4.0, 0.0, 10.0, help="paper: w = 4")
     reps: int = param(3, 1, 20, help="timed repetitions (median per hop)")
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
 
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model = {self.d_model}: must be a multiple of n_heads ({self.n_heads})")
 
@@ -170,7 +173,8 @@ def _window(values: list[float], centre: int) -> float:
 )
 def bounded_cost(cfg: CostConfig, rng: np.random.Generator) -> Outcome:
     kw = dict(depth=cfg.depth, n_layers=cfg.n_layers, d_model=cfg.d_model, n_heads=cfg.n_heads,
-              flow_width=cfg.flow_width, n_ode_steps=cfg.n_ode_steps, w=cfg.w, reps=cfg.reps)
+              flow_width=cfg.flow_width, n_ode_steps=cfg.n_ode_steps, w=cfg.w, reps=cfg.reps,
+              device=resolve_device(cfg.device))
     tpts = sorted(set(cfg.tokens_per_thought))
     r_spec, *r_mvot = spawn(rng, 1 + len(tpts))
     spec = measure_costs("specflow", r_spec, tokens_per_thought=16, **kw)  # type: ignore[arg-type]
@@ -287,8 +291,10 @@ class HeadlineConfig:
     w: float = param(4.0, 0.0, 10.0, help="paper's best w = 4")
     p_drop: float = param(0.1, 0.0, 1.0, help="CFG condition dropout; paper: 0.1")
     deep_depth: int = param(8, 2, 14, help="maps with H >= this count as deep")
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
 
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model = {self.d_model}: must be a multiple of n_heads ({self.n_heads})")
 
@@ -306,7 +312,7 @@ class _Trained:
 
 
 def _flow(cfg: HeadlineConfig, space: str, g: torch.Generator, schedule: str = "cosine") -> FlowUpdater:
-    net = seeded_init(lambda: VelocityNet(width=cfg.flow_width), g)
+    net = seeded_init(lambda: VelocityNet(width=cfg.flow_width), g).to(cfg.device)  # weights drawn on the CPU
     assert isinstance(net, VelocityNet)
     return FlowUpdater(net, space, n_steps=cfg.n_ode_steps, w=cfg.w, schedule=schedule)  # type: ignore[arg-type]
 
@@ -318,10 +324,11 @@ def _train(cfg: HeadlineConfig, rng: np.random.Generator, baselines: bool) -> _T
     test = gen.batch(cfg.n_test, r_test)
     g = torch_generator(r_model)
     ctx_mvot = 16 * (2 * 14 + 4)
-    policies = {"specflow": build_policy(16, 16, cfg.n_layers, cfg.d_model, cfg.n_heads, 64, g)}
+    dev = cfg.device  # resolved by the experiment; weights are drawn on the CPU, then moved
+    policies = {"specflow": build_policy(16, 16, cfg.n_layers, cfg.d_model, cfg.n_heads, 64, g).to(dev)}
     if baselines:
-        policies["mvot"] = build_policy(64, 16, cfg.n_layers, cfg.d_model, cfg.n_heads, ctx_mvot, g)
-        policies["text"] = build_policy(64, 16, cfg.n_layers, cfg.d_model, cfg.n_heads, 64, g)
+        policies["mvot"] = build_policy(64, 16, cfg.n_layers, cfg.d_model, cfg.n_heads, ctx_mvot, g).to(dev)
+        policies["text"] = build_policy(64, 16, cfg.n_layers, cfg.d_model, cfg.n_heads, 64, g).to(dev)
     losses = {k: train_policy(p, k, train, cfg.policy_steps, cfg.batch_size, cfg.lr_policy, g)
               for k, p in policies.items()}
     spec_flow = _flow(cfg, "spectral", g)
@@ -377,6 +384,7 @@ def _eval_metrics(prefix: str, ev: Evaluation, metrics: dict[str, float]) -> Non
     },
 )
 def headline(cfg: HeadlineConfig, rng: np.random.Generator) -> Outcome:
+    resolve_device(cfg.device)  # a device this machine lacks stops the run here
     r_train, r_eval, r_fig = spawn(rng, 3)
     tr = _train(cfg, r_train, baselines=True)
     assert tr.mvot_policy is not None and tr.text_policy is not None and tr.pixel_flow is not None
@@ -455,6 +463,7 @@ class AblationConfig(HeadlineConfig):
     },
 )
 def ablations(cfg: AblationConfig, rng: np.random.Generator) -> Outcome:
+    resolve_device(cfg.device)  # a device this machine lacks stops the run here
     r_train, r_flow, r_eval = spawn(rng, 3)
     tr = _train(cfg, r_train, baselines=False)
     gen = FrozenLakeMaps()

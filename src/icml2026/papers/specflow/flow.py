@@ -86,7 +86,7 @@ def euler_sample(
 
 def _sinusoid(t: torch.Tensor, dim: int) -> torch.Tensor:
     half = dim // 2
-    freqs = torch.exp(-math.log(1000.0) * torch.arange(half, dtype=t.dtype) / max(half - 1, 1))
+    freqs = torch.exp(-math.log(1000.0) * torch.arange(half, dtype=t.dtype, device=t.device) / max(half - 1, 1))
     ang = t[:, None] * freqs[None] * 2 * math.pi
     return torch.cat([ang.sin(), ang.cos()], dim=-1)
 
@@ -144,9 +144,10 @@ class VelocityNet(nn.Module):
         lengths = torch.tensor([len(tr) for tr in traces])
         for i, tr in enumerate(traces):
             ids[i, : len(tr)] = torch.as_tensor(tr, dtype=torch.long)
-        valid = (torch.arange(n)[None] < lengths[:, None]).to(self.null.dtype)
+        ids, lengths = ids.to(self.null.device), lengths.to(self.null.device)  # built on the CPU, moved
+        valid = (torch.arange(n, device=ids.device)[None] < lengths[:, None]).to(self.null.dtype)
         mean = (self.action_mean(ids) * valid[..., None]).sum(1) / lengths.clamp(min=1)[:, None]
-        last = self.action_last(ids[torch.arange(len(traces)), (lengths - 1).clamp(min=0)])
+        last = self.action_last(ids[torch.arange(len(traces), device=ids.device), (lengths - 1).clamp(min=0)])
         return torch.where((lengths > 0)[:, None], mean + last, self.null.expand(len(traces), -1))
 
     def forward(self, x_t: torch.Tensor, t: torch.Tensor, cond: torch.Tensor | None,
@@ -242,12 +243,13 @@ class FlowUpdater:
                return_path: bool = False) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
         """X(1) from ``DCT(noise)`` (or pixel noise) given the state channel (B, 1, H, W) and the traces."""
         bsz, _, h, w = state.shape
-        noise = torch.randn(state.shape, generator=generator, dtype=state.dtype)
+        state = state.to(self.net.null.device)
+        noise = torch.randn(state.shape, generator=generator, dtype=state.dtype).to(state.device)  # CPU draw
         x0 = block_dct(noise, self.net.block) if self.space == "spectral" else noise
         cond = self.net.condition(traces)
 
         def velocity(x: torch.Tensor, t: float) -> torch.Tensor:
-            tt = torch.full((bsz,), t, dtype=x.dtype)
+            tt = torch.full((bsz,), t, dtype=x.dtype, device=x.device)
             if self.w == 1.0:
                 return self.velocity(x, tt, cond, state)
             if self.w == 0.0:
@@ -257,7 +259,7 @@ class FlowUpdater:
                                  torch.cat([cond, self.net.null.expand(bsz, -1)]), torch.cat([state, state]))
             return guided_velocity(both[bsz:], both[:bsz], self.w)
 
-        mask_fn = (lambda t: self.mask(t, h, w)) if self.space == "spectral" else None
+        mask_fn = (lambda t: self.mask(t, h, w).to(state.device)) if self.space == "spectral" else None
         return euler_sample(velocity, x0, self.n_steps, mask_fn, return_path=return_path)
 
     def decode(self, x1: torch.Tensor) -> torch.Tensor:
@@ -287,19 +289,22 @@ def flow_matching_loss(
     ``state`` is the net's state channel, ``target`` the next render's pixels (B, 1, H, W).
     """
     net = updater.net
+    dev = net.null.device
+    state, target = state.to(dev), target.to(dev)
     bsz, _, h, w = target.shape
-    noise = torch.randn(target.shape, generator=generator, dtype=target.dtype)
+    # every draw is made on the CPU with ``generator`` and moved (the same draws on every device)
+    noise = torch.randn(target.shape, generator=generator, dtype=target.dtype).to(dev)
     if updater.space == "spectral":
         x_data, x_noise = block_dct(target, net.block), block_dct(noise, net.block)
     else:
         x_data, x_noise = target, noise
-    t = torch.rand(bsz, generator=generator, dtype=target.dtype)
+    t = torch.rand(bsz, generator=generator, dtype=target.dtype).to(dev)
     x_t = (1 - t)[:, None, None, None] * x_noise + t[:, None, None, None] * x_data
     if updater.space == "spectral":
         x_t = _masks_for(t, net.block, updater.layout, updater.schedule, updater.min_keep, updater.max_keep,
                          updater.fixed_keep, h, w).to(x_t) * x_t
     cond = net.condition(traces)
-    drop = torch.rand(bsz, generator=generator) < p_drop
+    drop = (torch.rand(bsz, generator=generator) < p_drop).to(dev)
     cond = torch.where(drop[:, None], net.null.expand(bsz, -1), cond)
     x1_hat = net(x_t, t, cond, state)
     # Deviation: the step-3 loss reweighted by (1 - t)^2 on the visible coefficients, i.e. the X_1-prediction loss

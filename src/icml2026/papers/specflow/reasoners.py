@@ -87,7 +87,12 @@ class Policy(nn.Module):
         self.head = nn.Linear(d_model, n_actions)
 
     def embed(self, kinds: torch.Tensor, ids: torch.Tensor, feats: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
-        """Token embeddings (B, L, d) from kinds (L,), action ids (B, L), visual feats (B, L, f), slots (L,)."""
+        """Token embeddings (B, L, d) from kinds (L,), action ids (B, L), visual feats (B, L, f), slots (L,).
+
+        The inputs are moved to the policy's device (they are built on the CPU).
+        """
+        dev = self.bos.device
+        kinds, ids, feats, slots = kinds.to(dev), ids.to(dev), feats.to(dev), slots.to(dev)
         bos = self.bos.expand(*ids.shape, -1)
         act = self.action(ids)
         vis = self.visual(feats) + self.slot[slots][None]
@@ -96,7 +101,7 @@ class Policy(nn.Module):
 
     def forward(self, embeds: torch.Tensor, cache: object | None = None, start: int = 0) -> torch.Tensor:
         """Last hidden states (B, L, d) of ``embeds`` placed at positions start.. (appending to ``cache``)."""
-        pos = torch.arange(start, start + embeds.shape[1])[None]
+        pos = torch.arange(start, start + embeds.shape[1], device=embeds.device)[None]
         out = self.lm(inputs_embeds=embeds, cache=cache, position_ids=pos, use_cache=cache is not None)
         return out.last_hidden_state
 
@@ -214,7 +219,7 @@ class _Reasoner(abc.ABC):
         pos = m.start
         visited: set[tuple[int, int]] = set()
         trace: list[int] = []
-        img = torch.from_numpy(render(m, pos))[None, None]
+        img = torch.from_numpy(render(m, pos))[None, None].to(pol.bos.device)
         cache = DynamicCache()
         n_hops = len(forced) + 1 if forced is not None else depth + self.max_extra_hops
         prefix, thought = self._start(img)
@@ -331,7 +336,7 @@ class SpecFlowReasoner(_Reasoner):
     def _think(self, m: LakeMap, pos: tuple[int, int], visited: set, thought: object, trace: list[int],
                g: torch.Generator) -> object:
         if self.updater is None:
-            return self.workspace(torch.from_numpy(render(m, pos, visited))[None, None])
+            return self.workspace(torch.from_numpy(render(m, pos, visited))[None, None].to(self.policy.bos.device))
         side = self._side
         state = from_workspace(thought, side, side, self.block)[:, None]  # type: ignore[arg-type]
         x1 = self.updater.sample(state, [list(trace)], g)
@@ -343,7 +348,7 @@ class SpecFlowReasoner(_Reasoner):
 
     def _decode(self, thought: object) -> np.ndarray:
         side = self._side
-        return block_idct(from_workspace(thought, side, side, self.block), self.block)[0].numpy()  # type: ignore[arg-type]
+        return block_idct(from_workspace(thought, side, side, self.block), self.block)[0].cpu().numpy()  # type: ignore[arg-type]
 
     def _thought_shape(self, thought: object) -> tuple[int, ...]:
         return tuple(thought.shape)  # type: ignore[attr-defined]

@@ -207,7 +207,7 @@ def to_workspace(X: torch.Tensor, ws_keep: int = 16, block: int = 8) -> torch.Te
         raise ValueError(f"ws_keep: expected an integer in [1, {b * b}], got {ws_keep!r}")
     *lead, h, w = X.shape
     blocks = X.reshape(*lead, h // b, b, w // b, b).transpose(-3, -2).reshape(*lead, (h // b) * (w // b), b * b)
-    zz = torch.as_tensor(zigzag_order(b)[:ws_keep])
+    zz = torch.as_tensor(zigzag_order(b)[:ws_keep], device=X.device)
     return blocks[..., zz[:, 0] * b + zz[:, 1]]
 
 
@@ -219,7 +219,7 @@ def from_workspace(ws: torch.Tensor, height: int, width: int, block: int = 8) ->
         raise ValueError(f"ws: shape {tuple(ws.shape)} does not fit a {height} x {width} image in {b} x {b} blocks")
     lead = ws.shape[:-2]
     flat = ws.new_zeros(*lead, n_blocks, b * b)
-    zz = torch.as_tensor(zigzag_order(b)[:k])
+    zz = torch.as_tensor(zigzag_order(b)[:k], device=ws.device)
     flat[..., zz[:, 0] * b + zz[:, 1]] = ws
     blocks = flat.reshape(*lead, height // b, width // b, b, b).transpose(-3, -2)
     return blocks.reshape(*lead, height, width)

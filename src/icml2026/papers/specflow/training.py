@@ -134,8 +134,8 @@ def train_policy(
         idx = torch.randint(0, g_ids.shape[0], (min(batch_size, g_ids.shape[0]),), generator=generator)
         hidden = policy(policy.embed(g_kinds, g_ids[idx], g_feats[idx], g_slots))
         logits = policy.head(hidden)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), g_tgt[idx].reshape(-1),
-                                                 ignore_index=-100)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                 g_tgt[idx].reshape(-1).to(logits.device), ignore_index=-100)
         opt.zero_grad()
         loss.backward()
         opt.step()
