@@ -10,7 +10,14 @@ torch = pytest.importorskip("torch")
 from icml2026.cli import main  # noqa: E402
 from icml2026.papers.neurocnn import NeurOCNN  # noqa: E402
 from icml2026.papers.neurocnn.baselines import FixedCNN, ResampleBack  # noqa: E402
-from icml2026.papers.neurocnn.experiments import EcgConfig, ModelInvarianceConfig, ZeroShotConfig  # noqa: E402
+from icml2026.papers.neurocnn.experiments import (  # noqa: E402
+    EcgConfig,
+    LayerInvarianceConfig,
+    ModelInvarianceConfig,
+    ZeroShotConfig,
+)
+from icml2026.papers.neurocnn.pooling import FourierProjectionPool  # noqa: E402
+from icml2026.papers.neurocnn.spline_conv import SplineConv1d  # noqa: E402
 
 
 @pytest.mark.parametrize("build", [
@@ -25,7 +32,17 @@ def test_models_run_on_the_meta_device(build):
         assert out.device.type == "meta" and tuple(out.shape) == (3, 5)
 
 
-@pytest.mark.parametrize("cls", [ZeroShotConfig, EcgConfig, ModelInvarianceConfig])
+def test_layer_and_pool_of_layer_invariance_run_on_the_meta_device():
+    layer = SplineConv1d(2, 3, 15, 0.5, generator=torch.Generator().manual_seed(0)).to("meta")
+    pool = FourierProjectionPool(16, 2.0).to("meta")
+    for fs in (100.0, 1000.0):
+        y, _ = layer(torch.empty(1, 2, int(10 * fs), device="meta"), fs)
+        assert y.device.type == "meta" and y.shape[:2] == (1, 3)
+        tok = pool(torch.empty(1, 4, int(10 * fs), device="meta"), fs)
+        assert tok.device.type == "meta" and tok.shape[-1] == 4
+
+
+@pytest.mark.parametrize("cls", [ZeroShotConfig, EcgConfig, ModelInvarianceConfig, LayerInvarianceConfig])
 def test_device_field_defaults_to_cpu_and_refuses_nonsense(cls):
     assert cls().device == "cpu"
     with pytest.raises(ValueError, match="^device = 'gpu0'"):

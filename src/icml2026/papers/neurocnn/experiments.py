@@ -158,8 +158,10 @@ class LayerInvarianceConfig:
     duration_s: float = param(0.5, 0.01, 5.0)
     pool_modes: int = param(16, 1, 256)
     pool_segment_s: float = param(2.0, 0.1, 60.0)
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
 
     def __post_init__(self) -> None:
+        check_device_name(self.device)
         if self.ref_fs <= max(self.rates):
             raise ValueError(f"rates = {self.rates}: must lie below ref_fs ({self.ref_fs:g} Hz)")
         if 2 * self.trim_s >= self.window_s:
@@ -211,20 +213,28 @@ def _convergence_order(rates: np.ndarray, errors: np.ndarray) -> float:
     },
 )
 def layer_invariance(cfg: LayerInvarianceConfig, rng: np.random.Generator) -> Outcome:
+    device = resolve_device(cfg.device)
     errs = {sp: np.zeros((cfg.n_draws, len(cfg.rates))) for sp in ("exact", "released")}
+
+    def sines(amp: np.ndarray, freq: np.ndarray, phase: np.ndarray, fs: float) -> torch.Tensor:
+        return _sines(amp, freq, phase, fs, cfg.window_s).to(device)  # drawn and summed on the CPU, then moved
+
     for d, child in enumerate(track(spawn(rng, cfg.n_draws), "random layers", total=cfg.n_draws)):
-        layer = SplineConv1d(2, 3, cfg.n_knots, cfg.duration_s, generator=torch_generator(child))
+        # initialised on the CPU from the draw's generator, then moved: CPU results do not depend on the device
+        layer = SplineConv1d(2, 3, cfg.n_knots, cfg.duration_s, generator=torch_generator(child)).to(device)
         amp = child.standard_normal((2, cfg.n_sines))
         freq = child.uniform(0.5, cfg.f_max, (2, cfg.n_sines))
         phase = child.uniform(0, 2 * np.pi, (2, cfg.n_sines))
         with torch.no_grad():
             layer.spacing = "exact"
-            y_ref, _ = layer(_sines(amp, freq, phase, cfg.ref_fs, cfg.window_s), cfg.ref_fs)
+            y_ref_dev, _ = layer(sines(amp, freq, phase, cfg.ref_fs), cfg.ref_fs)
+            y_ref = y_ref_dev.cpu()
             t_ref = np.arange(y_ref.shape[-1]) / cfg.ref_fs
             for spacing in ("exact", "released"):
                 layer.spacing = spacing
                 for j, fs in enumerate(cfg.rates):
-                    y, _ = layer(_sines(amp, freq, phase, fs, cfg.window_s), fs)
+                    y_dev, _ = layer(sines(amp, freq, phase, fs), fs)
+                    y = y_dev.cpu()
                     t = np.arange(y.shape[-1]) / fs
                     keep = (t >= cfg.trim_s) & (t <= cfg.window_s - cfg.trim_s)
                     ref = np.stack([np.interp(t[keep], t_ref, y_ref[0, o].numpy()) for o in range(3)])
@@ -233,11 +243,11 @@ def layer_invariance(cfg: LayerInvarianceConfig, rng: np.random.Generator) -> Ou
     mean = {sp: e.mean(axis=0) for sp, e in errs.items()}
     p10, p90 = np.percentile(errs["exact"], [10, 90], axis=0)
     # Fourier pooling of one smooth function at 100 vs 1000 Hz
-    pool = FourierProjectionPool(cfg.pool_modes, cfg.pool_segment_s)
+    pool = FourierProjectionPool(cfg.pool_modes, cfg.pool_segment_s).to(device)
     amp = rng.standard_normal((4, 3))
     freq = rng.uniform(0.1, 3.0, (4, 3))
     phase = rng.uniform(0, 2 * np.pi, (4, 3))
-    tok = {fs: pool(_sines(amp, freq, phase, fs, cfg.window_s), fs)[0] for fs in (100.0, 1000.0)}
+    tok = {fs: pool(sines(amp, freq, phase, fs), fs)[0].cpu() for fs in (100.0, 1000.0)}
     pool_err = float(torch.linalg.norm(tok[100.0] - tok[1000.0]) / torch.linalg.norm(tok[1000.0]))
 
     metrics: dict[str, float] = {"pool_rel_err_100_vs_1000": pool_err}
