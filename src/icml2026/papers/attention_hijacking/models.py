@@ -86,7 +86,7 @@ def pretrain_mlm(config: BertConfig, texts: Sequence[str], tokenizer: PreTrained
                                  f"{(config.vocab_size, config.hidden_size)}")
             model.get_input_embeddings().weight.copy_(init_word_embeddings)  # type: ignore[operator]
     model.tie_weights()
-    model.to(device)
+    model.to(device)  # type: ignore[arg-type]  # transformers wraps .to; mypy misreads the bound call
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.LambdaLR(

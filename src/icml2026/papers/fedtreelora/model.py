@@ -134,7 +134,7 @@ def pretrain_backbone(
     mlm = BertForMaskedLM(_bert_config(cfg))
     _reinit(mlm, seed)
     mlm.tie_weights()
-    mlm.to(device)
+    mlm.to(device)  # type: ignore[arg-type]  # transformers wraps .to; mypy misreads the bound call
     mlm.train()
     opt = torch.optim.AdamW(mlm.parameters(), lr=lr, weight_decay=0.01)
     data = torch.as_tensor(corpus, dtype=torch.long)
