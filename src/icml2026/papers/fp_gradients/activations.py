@@ -348,7 +348,7 @@ def _simulate_at_point(spec: ActivationSpec, plan: ActivationPlan) -> tuple[floa
         delta[j] = _mul(rho, w)
     for li in range(n_l - 1, -1, -1):
         d_pre = [0.0 if slopes[li][u] == 0 else _mul(slopes[li][u], delta[u]) for u in range(len(delta))]
-        if not all(math.isfinite(d) for d in delta):
+        if not all(abs(d) < F32_MAX / 2 for d in delta):  # float64 bounds: compare with float32 range
             raise _PlanFailure("a reverse-pass delta at x_k overflows (inf * 0 = NaN in the activation's backward)")
         if li == 0:
             break
@@ -504,6 +504,7 @@ def _block(
     a: float,
     lam: int,
     n: int,
+    xmax: float = 0.0,
 ) -> tuple[tuple[tuple[Unit, ...], ...], tuple[float, float]]:
     """The point's units for chain length n (see the module docstring); returns (layers, (V value, G value))."""
     s, s_a, m = pow2(s_log2), pow2(sa_log2), _MARGIN
@@ -520,13 +521,20 @@ def _block(
         c = -1.0 if name == "elu" else 0.0
         alpha = 512.0
         ion = alpha - 1 if name == "elu" else alpha
+        # P+- use s_p = 2^m_p s and offset 2^m_p M (still exact: 2^(m_p + 8) (sigma_k x_k -+ 1)), as steep as
+        # the headroom s_p max|x| <= 2^90 allows, so that X_1's gate gamma_1 >= 8 beta_1 s_A / s_p stays small
+        # (its delta gamma_1 * delta(X_1) at x_k must stay finite although P+- are OFF there)
+        m_p = max(0, 90 - math.ceil(math.log2(s * max(xmax, 2.0**-149))))
+        s_p, off_p = s * pow2(m_p), 256 * pow2(m_p)
+        sxp = Fraction(s_p) * fx
         layers.append(
             (
-                ((((0, s_a),), bias_a)),
-                (((0, s),), round_f32(Fraction(-sx) - 256)),
-                (((0, -s),), round_f32(Fraction(sx) - 256)),
+                (((0, s_a),), bias_a),
+                (((0, s_p),), round_f32(-sxp - Fraction(off_p))),
+                (((0, -s_p),), round_f32(sxp - Fraction(off_p))),
             )
         )
+        s = s_p
         gam1 = pow2(max(2, _ceil_log2(max(2 * abs(betas[0]) * s_a / s * 4, (2 * m + abs(betas[0])) / (2 * m)))))
         i1: Unit = (((1, -alpha), (2, -alpha)), (-alpha - 1) if name == "elu" else alpha)
         x1: Unit = (((0, betas[0]), (1, -gam1), (2, -gam1)), 2 * gam1 * c)
@@ -700,7 +708,8 @@ def _plan_point(
             z = -z
             if float(np.float32(np.float32(rho) * np.float32(z)) * np.float32(a)) != -float(tt):
                 raise _PlanFailure("sign flip changed the scaling solve")
-    layers, (v_val, g_val) = _block(spec, x, s_log2, sa_log2, betas, a, lam, n)
+    xmax = max(abs(x), float(np.max(np.abs(xs_other))) if xs_other.size else 0.0)
+    layers, (v_val, g_val) = _block(spec, x, s_log2, sa_log2, betas, a, lam, n, xmax)
     zg = Fraction(z) * Fraction(g_val)
     if zg == 0:
         w_exact = Fraction(g) / Fraction(v_val)
