@@ -126,7 +126,7 @@ def finite_regret(cfg: FiniteRegretConfig, rng: np.random.Generator) -> Outcome:
     for env, env_rng in zip(cfg.envs, spawn(rng, len(cfg.envs)), strict=True):
         curves: dict[str, list[np.ndarray]] = {name: [] for name in cfg.learners}
         wrong: dict[str, list[int]] = {name: [] for name in cfg.learners}
-        for seed_rng in spawn(env_rng, cfg.n_seeds):
+        for seed_rng in track(spawn(env_rng, cfg.n_seeds), f"finite regret: {env} seeds", total=cfg.n_seeds):
             w_star = sample_w_star(cfg.d, seed_rng)
             instances = make_instances(env, cfg.d, cfg.n_rounds, seed_rng)
             for name in cfg.learners:
@@ -219,7 +219,8 @@ def wrong_vs_d(cfg: WrongVsDConfig, rng: np.random.Generator) -> Outcome:
     names = ("centroid", "ons") if cfg.with_ons else ("centroid",)
     wrong = {name: np.zeros((len(cfg.dims), cfg.n_seeds)) for name in names}
     bounds = np.array([mistake_bound(d) for d in cfg.dims])
-    for k, (d, d_rng) in enumerate(zip(cfg.dims, spawn(rng, len(cfg.dims)), strict=True)):
+    dims = list(zip(cfg.dims, spawn(rng, len(cfg.dims)), strict=True))
+    for k, (d, d_rng) in enumerate(track(dims, "wrong vs d: d")):
         for s, seed_rng in enumerate(spawn(d_rng, cfg.n_seeds)):
             w_star = sample_w_star(d, seed_rng)
             instances = make_instances(cfg.env, d, cfg.n_rounds, seed_rng)
@@ -312,7 +313,8 @@ def corruption(cfg: CorruptionConfig, rng: np.random.Generator) -> Outcome:
         "cumulative regret (mean over seeds)",
         logx=True,
     )
-    for c_val, c_rng in zip(cfg.corruptions, spawn(rng, len(cfg.corruptions)), strict=True):
+    levels = list(zip(cfg.corruptions, spawn(rng, len(cfg.corruptions)), strict=True))
+    for c_val, c_rng in track(levels, "corruption levels"):
         bound = mistake_bound(cfg.d, c_val)
         traces: dict[str, list[PlayTrace]] = {n: [] for n in names}
         for seed_rng in spawn(c_rng, cfg.n_seeds):
@@ -400,7 +402,7 @@ def gap_sweep(cfg: GapSweepConfig, rng: np.random.Generator) -> Outcome:
     wrong = {n: np.zeros((len(cfg.deltas), cfg.n_seeds)) for n in names}
     regret = {n: np.zeros((len(cfg.deltas), cfg.n_seeds)) for n in names}
     gaps = np.zeros((len(cfg.deltas), cfg.n_seeds))
-    for s, seed_rng in enumerate(spawn(rng, cfg.n_seeds)):
+    for s, seed_rng in enumerate(track(spawn(rng, cfg.n_seeds), "gap sweep seeds", total=cfg.n_seeds)):
         instances = make_instances(cfg.env, cfg.d, cfg.n_rounds, seed_rng)
         w_seed = int(seed_rng.integers(2**32))
         for k, delta in enumerate(cfg.deltas):
@@ -491,7 +493,7 @@ class SegmentConfig:
 def notebook_segment(cfg: SegmentConfig, rng: np.random.Generator) -> Outcome:
     names = cfg.learners
     curves: dict[str, list[np.ndarray]] = {n: [] for n in names}
-    for trial_rng in spawn(rng, cfg.n_trials):
+    for trial_rng in track(spawn(rng, cfg.n_trials), "notebook segment trials", total=cfg.n_trials):
         w_star = sample_w_star(cfg.n, trial_rng) if cfg.n > 1 else np.ones(1)
         instances = segment_instances(cfg.n, cfg.n_rounds, trial_rng)
         for name in names:
