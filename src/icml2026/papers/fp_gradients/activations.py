@@ -38,7 +38,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from itertools import permutations
 
 import numpy as np
 import torch
@@ -46,12 +45,19 @@ from torch import nn
 
 from icml2026.core.validate import as_array
 
-from .construction import ConstructionError, SparseLayer, _sparse, _validate, point_scales
+from .construction import (
+    ConstructionError,
+    SparseLayer,
+    _PlanFailure,
+    _sparse,
+    _sum_results,
+    _validate,
+    point_scales,
+)
 from .floats import (
     F32_MAX,
     count_mismatches,
     dyadic,
-    dyadic_add,
     dyadic_mul,
     floor_log2,
     is_f32_exact,
@@ -275,37 +281,9 @@ class ActivationConstruction:
         return nn.Sequential(*mods)
 
 
-class _PlanFailure(Exception):
-    pass
-
-
-def _sum_results(terms: list[tuple[float, float]], bias: float, max_terms: int = 4) -> set[float]:
-    """Every float32 result of fl(sum u v + bias) over all orders and FMA choices (non-zero terms only)."""
-    items = []
-    for u, v in terms:
-        if not (math.isfinite(u) and math.isfinite(v)):
-            raise _PlanFailure("a forward value overflows")
-        p = dyadic_mul(dyadic(u), dyadic(v))
-        if p[0] != 0:
-            items.append((p, round_dyadic_f32(p)))
-    if bias != 0:
-        items.append((dyadic(bias), bias))
-    if not items:
-        return {0.0}
-    if len(items) > max_terms:
-        raise _PlanFailure(f"a sum has more than {max_terms} non-zero terms")
-    results: set[float] = set()
-    for order in permutations(range(len(items))):
-        accs = {items[order[0]][1]}
-        for i in order[1:]:
-            exact, rounded = items[i]
-            new = set()
-            for acc in accs:
-                new.add(round_dyadic_f32(dyadic_add(dyadic(acc), dyadic(rounded))))
-                new.add(round_dyadic_f32(dyadic_add(dyadic(acc), exact)))
-            accs = new
-        results |= accs
-    return results
+def _sums4(terms: list[tuple[float, float]], bias: float) -> set[float]:
+    """Every float32 result of fl(sum u v + bias) over all orders and FMA choices, up to 4 non-zero terms."""
+    return _sum_results(terms, bias, max_terms=4)
 
 
 def _simulate_at_point(spec: ActivationSpec, plan: ActivationPlan) -> tuple[float, float]:
@@ -320,7 +298,7 @@ def _simulate_at_point(spec: ActivationSpec, plan: ActivationPlan) -> tuple[floa
     for li, layer in enumerate(plan.layers):
         v_l, s_l = [], []
         for ui, (inputs, bias) in enumerate(layer):
-            res = _sum_results([(w, prev[j]) for j, w in inputs], bias)
+            res = _sums4([(w, prev[j]) for j, w in inputs], bias)
             regs = {_regime(spec, p) for p in res}
             if None in regs:
                 raise _PlanFailure(
@@ -335,7 +313,7 @@ def _simulate_at_point(spec: ActivationSpec, plan: ActivationPlan) -> tuple[floa
         vals.append(v_l)
         slopes.append(s_l)
         prev = v_l
-    y_set = _sum_results([(w, prev[j]) for j, w in plan.out], 0.0)
+    y_set = _sums4([(w, prev[j]) for j, w in plan.out], 0.0)
     if len(y_set) != 1:
         raise _PlanFailure("the output sum depends on the order")
     (y,) = y_set
@@ -403,7 +381,7 @@ def _check_other_points(spec: ActivationSpec, plan: ActivationPlan, xs_other: np
         lo_l, hi_l, ex_l, exv_l, sh_l, zs_l = [], [], [], [], [], []
         for inputs, bias in layer:
             if inputs and all(exact_prev[j] for j, _ in inputs) or not inputs:
-                res = _sum_results([(w, exact_val[j]) for j, w in inputs], bias)
+                res = _sums4([(w, exact_val[j]) for j, w in inputs], bias)
                 regs = {_regime(spec, p) for p in res}
                 if None not in regs and len(regs) == 1:
                     (reg,) = regs

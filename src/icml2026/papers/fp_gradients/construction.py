@@ -181,17 +181,11 @@ def _f(x: float) -> Fraction:
     return Fraction(x)
 
 
-def _robust_sum(products: list[tuple[float, float]], bias: float = 0.0, max_terms: int = 3) -> float:
-    """fl(sum_i u_i v_i + bias), required to be the same for every order, tree and FMA choice.
+def _sum_results(products: list[tuple[float, float]], bias: float = 0.0, max_terms: int = 3) -> set[float]:
+    """Every float32 result of fl(sum_i u_i v_i + bias) over all orders of the non-zero terms, each product
+    rounded first or fused with the running sum (FMA); ``{0.0}`` when no term is non-zero.
 
-    Only the non-zero terms are considered (adding a zero changes at most the sign of a zero).  Every
-    ordering of the terms is folded left to right, and each product is either rounded first or fused
-    with the running sum (FMA); every binary summation tree of <= 3 terms is such a fold.
-
-    Raises
-    ------
-    _PlanFailure
-        If two evaluations differ (the sum is order- or FMA-dependent) or more than 3 terms are non-zero.
+    Raises ``_PlanFailure`` if a value is not finite or more than ``max_terms`` terms are non-zero.
     """
     items: list[tuple[Dyadic, float]] = []  # (exact value, its float32 rounding)
     if not all(math.isfinite(u) and math.isfinite(v) for u, v in products) or not math.isfinite(bias):
@@ -203,7 +197,7 @@ def _robust_sum(products: list[tuple[float, float]], bias: float = 0.0, max_term
     if bias != 0:
         items.append((dyadic(bias), bias))
     if not items:
-        return 0.0
+        return {0.0}
     if len(items) > max_terms:
         raise _PlanFailure(f"a sum has more than {max_terms} non-zero terms")
     results = set()
@@ -217,6 +211,22 @@ def _robust_sum(products: list[tuple[float, float]], bias: float = 0.0, max_term
                 new.add(round_dyadic_f32(dyadic_add(dyadic(acc), exact)))
             accs = new
         results |= accs
+    return results
+
+
+def _robust_sum(products: list[tuple[float, float]], bias: float = 0.0, max_terms: int = 3) -> float:
+    """fl(sum_i u_i v_i + bias), required to be the same for every order, tree and FMA choice.
+
+    Only the non-zero terms are considered (adding a zero changes at most the sign of a zero).  Every
+    ordering of the terms is folded left to right, and each product is either rounded first or fused
+    with the running sum (FMA); every binary summation tree of <= 3 terms is such a fold.
+
+    Raises
+    ------
+    _PlanFailure
+        If two evaluations differ (the sum is order- or FMA-dependent) or more than 3 terms are non-zero.
+    """
+    results = _sum_results(products, bias, max_terms)
     if len(results) != 1:
         vals = sorted(results)
         raise _PlanFailure(f"sum depends on evaluation order/FMA: {vals[:3]}")

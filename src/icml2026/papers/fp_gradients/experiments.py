@@ -61,6 +61,11 @@ def brief_ranges(phi: str) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------- Claim 1
+def _check_same_length(ks: tuple[int, ...], seeds_per_k: tuple[int, ...]) -> None:
+    if len(ks) != len(seeds_per_k):
+        raise ValueError(f"seeds_per_k: ks and seeds_per_k need the same length, got {len(ks)} and {len(seeds_per_k)}")
+
+
 @config
 class ExactConfig:
     # K >= 5: room for the special targets. Brief acceptance: K = 40 and K = 400.
@@ -75,10 +80,7 @@ class ExactConfig:
     figure_points: int = param(12, 2, 200, help="mild targets drawn in the figure")
 
     def __post_init__(self) -> None:
-        if len(self.ks) != len(self.seeds_per_k):
-            raise ValueError(
-                f"seeds_per_k: ks and seeds_per_k need the same length, got {len(self.ks)} and {len(self.seeds_per_k)}"
-            )
+        _check_same_length(self.ks, self.seeds_per_k)
 
 
 @experiment(
@@ -398,10 +400,7 @@ class VectorConfig:
     )
 
     def __post_init__(self) -> None:
-        if len(self.ks) != len(self.seeds_per_k):
-            raise ValueError(
-                f"seeds_per_k: ks and seeds_per_k need the same length, got {len(self.ks)} and {len(self.seeds_per_k)}"
-            )
+        _check_same_length(self.ks, self.seeds_per_k)
 
 
 @experiment(
@@ -476,10 +475,7 @@ class MultiConfig:
     )  # fmt: skip
 
     def __post_init__(self) -> None:
-        if len(self.ks) != len(self.seeds_per_k):
-            raise ValueError(
-                f"seeds_per_k: ks and seeds_per_k need the same length, got {len(self.ks)} and {len(self.seeds_per_k)}"
-            )
+        _check_same_length(self.ks, self.seeds_per_k)
 
 
 @experiment(
@@ -586,10 +582,7 @@ class ActivationsConfig:
     )
 
     def __post_init__(self) -> None:
-        if len(self.ks) != len(self.seeds_per_k):
-            raise ValueError(
-                f"seeds_per_k: ks and seeds_per_k need the same length, got {len(self.ks)} and {len(self.seeds_per_k)}"
-            )
+        _check_same_length(self.ks, self.seeds_per_k)
 
 
 @experiment(
