@@ -48,6 +48,7 @@ from icml2026.core.validate import as_array
 from .construction import (
     ConstructionError,
     SparseLayer,
+    _find_compensation,
     _PlanFailure,
     _sparse,
     _sum_results,
@@ -695,7 +696,7 @@ def _plan_point(
             raise _PlanFailure("the output weight g / V is not an exact float32")
         w = float(w_exact)
     else:
-        w = _compensate(zg, g)
+        w = _find_compensation(zg, g, term="z G")
     out = ((0, w), (1, z))
     plan = ActivationPlan(k=k, x=x, g=g, h=h, rho=rho, n_chain=n, layers=layers, out=out, z=z, a=a, w=w, lam=lam)
     y, dx = _simulate_at_point(spec, plan)
@@ -703,18 +704,6 @@ def _plan_point(
         raise _PlanFailure(f"simulation at x_k gave f={y!r}, D={dx!r}")
     _check_other_points(spec, plan, xs_other, seed_max)
     return plan
-
-
-def _compensate(zg: Fraction, g: float) -> float:
-    """w with fl(z G + w) == g whether z G is rounded first or fused; +-3 ulps around fl(g - z G)."""
-    zg_r = Fraction(round_f32(zg))
-    w0 = np.float32(round_f32(Fraction(g) - zg))
-    bits = np.array([w0], dtype=np.float32).view(np.int32)[0]
-    for step in (0, -1, 1, -2, 2, -3, 3):
-        cand = float(np.array([bits + step], dtype=np.int32).view(np.float32)[0])
-        if math.isfinite(cand) and round_f32(zg_r + Fraction(cand)) == g and round_f32(zg + Fraction(cand)) == g:
-            return cand
-    raise _PlanFailure("no output weight w gives fl(z G + w) == g")
 
 
 def _candidates(spec: ActivationSpec, h: float, rho: float, seed_max: float) -> list[tuple[int, int]]:

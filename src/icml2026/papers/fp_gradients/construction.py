@@ -482,7 +482,7 @@ def _vp_shift(h: float, sl: int) -> int:
     return min(max(0, sl - hl - 125), sl - hl + 120)
 
 
-def _find_compensation(zp: Fraction, g: float) -> float:
+def _find_compensation(zp: Fraction, g: float, term: str = "zP") -> float:
     """W with fl(zP + W) == g whether z P is rounded first or fused (FMA); search +-3 ulps.
 
     With two non-zero terms the summation order cannot matter; z P may be inexact (subnormal), so both
@@ -495,7 +495,7 @@ def _find_compensation(zp: Fraction, g: float) -> float:
         cand = float(np.array([bits + step], dtype=np.int32).view(np.float32)[0])
         if math.isfinite(cand) and round_f32(zp_rounded + _f(cand)) == g and round_f32(zp + _f(cand)) == g:
             return cand
-    raise _PlanFailure("no output weight w gives fl(zP + w) == g")
+    raise _PlanFailure(f"no output weight w gives fl({term} + w) == g")
 
 
 def _vp_weights(plan: PointPlan) -> tuple[float, float, float, float]:
