@@ -132,6 +132,7 @@ def test_basis_and_pooling_helpers_validate_arguments():
     (ZeroShotConfig, {"cnn_kernel": 8}, "cnn_kernel"),
     (EcgConfig, {"recording_s": 8.5}, "recording_s"),
     (EcgConfig, {"models": ("cnn",)}, "models"),
+    (EcgConfig, {"n_recordings_per_class": 4, "test_recordings_per_class": 4}, "test_recordings_per_class"),
     (EcgConfig, {"n_recordings_per_class": 40, "windows_per_recording": 5}, "n_recordings_per_class"),  # ECGSYN time
     (ModelInvarianceConfig, {"n_windows": 64, "window_s": 16.0, "rates": (2000.0,)}, "n_windows"),
     (ModelInvarianceConfig, {"window_s": 120.0, "segment_s": 60.0}, "window_s"),  # the bank's Fourier basis
