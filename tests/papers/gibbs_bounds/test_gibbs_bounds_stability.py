@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from icml2026.papers.gibbs_bounds.bounds import gibbs_kl
-from icml2026.papers.gibbs_bounds.experiments import nonequilibrium_betas
+from icml2026.papers.gibbs_bounds.experiments import _equilibrium_mask, nonequilibrium_betas
 from icml2026.papers.gibbs_bounds.stability import (
     exact_gibbs_linear,
     make_linear_sigmoid_problem,
@@ -51,3 +51,13 @@ def test_nonequilibrium_flags_a_training_loss_increase() -> None:
     assert not nonequilibrium_betas(betas, losses).any()
     # a negative first estimate (loss above the prior's, noise near beta = 0) is not flagged
     assert not nonequilibrium_betas(1000 * betas, np.array([0.5, 0.51, 0.3, 0.2])).any()
+
+
+def test_true_label_bound_is_read_only_at_equilibrium_betas() -> None:
+    # the committed full run: the last chain's KL estimate dropped (10530 -> 5926 nats), so its "bound" 0.397
+    # was below every equilibrium beta's (0.519-0.540); the minimum must skip it and the prior at beta = 0
+    bounds = np.array([0.5, 0.517, 0.529, 0.519, 0.540, 0.397])
+    flagged = np.array([False, False, False, False, False, True])
+    assert float(np.min(bounds[_equilibrium_mask(flagged)])) == 0.517
+    assert _equilibrium_mask(np.zeros(3, dtype=bool)).tolist() == [False, True, True]
+    assert not _equilibrium_mask(np.array([False, True, True])).any()
