@@ -96,3 +96,26 @@ def test_fno_baseline_pools_the_fno_output_directly():
 
     fno = FNOClassifier(1, 2, n_modes=16, hidden=8, d=8, pool_modes=4, generator=torch.Generator().manual_seed(0))
     assert not any(isinstance(m, torch.nn.GroupNorm) for m in fno.modules())
+
+
+def test_ecg_checks_are_statements_over_the_repeats():
+    """With n_repeats trainings per run the gap check and the learned-something guard use their mean, and a
+    single repeat keeps the streams of a plain run (the earlier runs stay reproducible)."""
+    import dataclasses
+
+    from icml2026.core.registry import get_experiment
+
+    smoke = get_experiment("neurocnn.ecg_zero_shot").presets["smoke"]
+    run = get_experiment("neurocnn.ecg_zero_shot")
+    two = run(dataclasses.replace(smoke, n_repeats=2), np.random.default_rng(5))
+    rows = two.tables["zero_shot"]
+    f1 = {(r["repeat"], r["fs_hz"]): r["macro_f1"] for r in rows if r["model"] == "neurocnn"}
+    gaps = [abs(f1[(k, 200.0)] - f1[(k, 100.0)]) for k in (0, 1)]
+    checks = {c.name: c.value for c in two.checks}
+    assert checks["neurocnn_macro_f1_gap_200hz"] == pytest.approx(np.mean(gaps))
+    assert checks["neurocnn_macro_f1_train_rate"] == pytest.approx((f1[(0, 100.0)] + f1[(1, 100.0)]) / 2)
+    assert two.metrics["neurocnn_macro_f1_train_rate_min"] == pytest.approx(min(f1[(0, 100.0)], f1[(1, 100.0)]))
+    one = run(smoke, np.random.default_rng(5))
+    again = run(dataclasses.replace(smoke, n_repeats=1), np.random.default_rng(5))
+    assert [c.value for c in one.checks] == [c.value for c in again.checks]
+    assert {r["repeat"] for r in one.tables["zero_shot"]} == {0}
