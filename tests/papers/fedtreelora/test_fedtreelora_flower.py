@@ -9,7 +9,9 @@ pytest.importorskip("flwr")
 pytest.importorskip("ray")
 
 
-@pytest.mark.timeout(300)
+# Ray's start-up dominates; under load (a clean clone's suite beside 3-4 CPU-bound jobs on 2 cores) the run took
+# over 300 s twice, so the limit only catches a hang
+@pytest.mark.timeout(900)
 def test_flower_smoke_four_clients_two_rounds(tiny) -> None:  # type: ignore[no-untyped-def]
     from icml2026.papers.fedtreelora import FedTreeLoRA, TrainConfig, payload_floats
     from icml2026.papers.fedtreelora.flower import run_flower
