@@ -61,3 +61,28 @@ def test_true_label_bound_is_read_only_at_equilibrium_betas() -> None:
     assert float(np.min(bounds[_equilibrium_mask(flagged)])) == 0.517
     assert _equilibrium_mask(np.zeros(3, dtype=bool)).tolist() == [False, True, True]
     assert not _equilibrium_mask(np.array([False, True, True])).any()
+
+
+def test_langevin_bounds_reads_the_true_label_bound_only_at_unflagged_betas(monkeypatch) -> None:
+    # wiring: with every true-label beta but the first flagged, the checked minimum is that beta's bound (the
+    # all-beta minimum is reported beside it); fails if the experiment reads the bound at flagged betas
+    from icml2026.core.registry import get_experiment
+    from icml2026.papers.gibbs_bounds import experiments as ex
+
+    calls: list[int] = []
+
+    def flags(betas, losses, tol=1.0):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        out = np.zeros(len(betas), dtype=bool)
+        if len(calls) == 2:  # the true-label chain (the random-label one is flagged first)
+            out[2:] = True
+        return out
+
+    monkeypatch.setattr(ex, "nonequilibrium_betas", flags)
+    exp = get_experiment("gibbs_bounds.langevin_bounds")
+    out = exp(exp.config("smoke"), np.random.default_rng(0))
+    rows = out.tables["per_beta"]
+    assert rows[2]["true_bound_cal"] < rows[1]["true_bound_cal"]  # the flagged beta would win the minimum
+    assert out.metrics["true_min_calibrated_bound"] == rows[1]["true_bound_cal"]
+    assert out.metrics["true_min_cal_bound_all_betas"] == min(r["true_bound_cal"] for r in rows[1:])
+    assert out.metrics["true_min_cal_bound_minus_test01"] == rows[1]["true_bound_cal"] - rows[1]["true_test01"]

@@ -421,15 +421,16 @@ def _check_plateau_fields(cfg: object) -> None:
         raise ValueError(f"patience = {patience}: must be below epochs ({epochs}) for a plateau before the cap")
 
 
-def _plateau_checks(curves: dict[str, list[float]], epochs: int, patience: int) -> list[Check]:
-    """One check per model: its best validation epoch (1-based) is <= epochs - patience.
+def _plateau_checks(curves: dict[str, list[float]], epochs: int, patience: int, suffix: str = "") -> list[Check]:
+    """One check per model (named ``<model>_best_epoch_before_cap<suffix>``): its best validation epoch
+    (1-based) is <= epochs - patience.
 
     Training stops after ``patience`` epochs without improvement, so this holds exactly when the model reached
     a plateau before the cap; it fails for a model still improving near the cap (e.g. the 20-epoch run of
     issue 31, best epoch 19 of 20).
     """
     return [
-        Check(f"{name}_best_epoch_before_cap", int(np.argmax(curve)) + 1, f"<= {epochs - patience}",
+        Check(f"{name}_best_epoch_before_cap{suffix}", int(np.argmax(curve)) + 1, f"<= {epochs - patience}",
               paper="(best-val checkpoint)")
         for name, curve in curves.items()
     ]
@@ -800,7 +801,9 @@ class EcgConfig:
                              f"{self.recording_s} ECGSYN would simulate {simulated:g} s of ECG (at most 3840 s)")
 
 
-def _ecg_once(cfg: EcgConfig, rng: np.random.Generator):
+def _ecg_once(
+    cfg: EcgConfig, rng: np.random.Generator
+) -> tuple[dict[str, dict[float, tuple[float, float]]], dict[str, float], dict[str, list[float]]]:
     """One training of the ECG protocol: simulate recordings, split them by recording, train, evaluate."""
     r_data, r_split, r_mod = spawn(rng, 3)
     bank = make_ecg_bank(
@@ -910,16 +913,14 @@ def ecg_zero_shot(cfg: EcgConfig, rng: np.random.Generator) -> Outcome:
                         paper="(guard: 1.5x chance 0.25)"))
     if cfg.check_plateau:
         for k, (_, _, curves) in enumerate(runs):
-            for c in _plateau_checks(curves, cfg.epochs, cfg.patience):
-                checks.append(c if cfg.n_repeats == 1 else
-                              Check(f"{c.name}_repeat{k}", c.value, c.target, paper=c.paper))
-    mean_results: dict[str, dict[float, tuple[float, float]]] = {
-        row: {
-            fs: (float(np.mean([r[0][row][fs][0] for r in runs])), float(np.mean([r[0][row][fs][1] for r in runs])))
-            for fs in per_rate
-        }
-        for row, per_rate in runs[0][0].items()
-    }
+            suffix = f"_repeat{k}" if cfg.n_repeats > 1 else ""
+            checks.extend(_plateau_checks(curves, cfg.epochs, cfg.patience, suffix))
+    mean_results: dict[str, dict[float, tuple[float, float]]] = {}
+    for row, per_rate in runs[0][0].items():
+        mean_results[row] = {}
+        for fs in per_rate:
+            acc, f1 = np.mean([r[0][row][fs] for r in runs], axis=0)  # (accuracy, macro-F1) over repeats
+            mean_results[row][fs] = (float(acc), float(f1))
     timings = {key: float(sum(r[1][key] for r in runs)) for key in runs[0][1]}
     fig = _rate_figure(mean_results, "Synthetic ECG: trained at 100 Hz" + mean_of, 1, "macro-F1")
     return Outcome(
