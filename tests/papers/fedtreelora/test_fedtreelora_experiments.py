@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from icml2026.core import make_rng
@@ -46,3 +47,25 @@ def test_quick_presets_run(name: str) -> None:
     assert out.checks
     if name == "headline":
         assert out.metrics["cuts_monotone_fraction"] == 1.0 and out.metrics["partitions_nested_fraction"] == 1.0
+
+
+def test_task_silhouette_diagnostic_reads_the_tree_distances() -> None:
+    # fails if the strategy stopped recording its distances, or the diagnostic read another layer's
+    from types import SimpleNamespace
+
+    from icml2026.papers.fedtreelora import FedTreeLoRA
+    from icml2026.papers.fedtreelora.experiments import _best_window_silhouettes, _task_silhouettes
+
+    rng = np.random.default_rng(0)
+    planted = [np.zeros(8, int), np.repeat([0, 1], 4), np.repeat([0, 1, 2, 3], 2), np.repeat([0, 1, 2, 3], 2)]
+    B = [rng.normal(0, 1, (lab.max() + 1, 2, 16, 4))[lab] + rng.normal(0, 0.01, (8, 2, 16, 4)) for lab in planted]
+    structure = FedTreeLoRA(K=2, tau=0.25).build(B)
+    run = SimpleNamespace(structure=structure)
+    pairs = np.repeat([0, 1, 2, 3], 2)  # the planted blocks of layers 3-4
+    sil = _task_silhouettes(run, pairs)  # type: ignore[arg-type]
+    assert sil is not None and sil[2] > 0.9 and sil[3] > 0.9 and sil[0] < 0.2  # layer 1 has no structure
+    shuffled = _task_silhouettes(run, np.array([0, 1, 2, 3, 0, 1, 2, 3]))  # type: ignore[arg-type]
+    assert shuffled is not None and max(shuffled) < 0.2
+    assert _task_silhouettes(run, np.arange(8)) is None  # one client per label: undefined, not a number
+    best = _best_window_silhouettes(run)  # type: ignore[arg-type]
+    assert best[3] > 0.9 and len(best) == 4

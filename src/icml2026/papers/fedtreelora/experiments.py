@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import adjusted_rand_score
+from sklearn.metrics import adjusted_rand_score, silhouette_score
 
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
@@ -155,6 +155,24 @@ def _put(metrics: dict[str, float], key: str, vals: Sequence[float]) -> None:
     metrics[f"{key}_lcb"], metrics[f"{key}_ucb"] = m - half, m + half
 
 
+def _task_silhouettes(run: FederatedRun, task_labels: np.ndarray) -> list[float] | None:
+    """Silhouette of the true task partition on each layer's distance matrix at tree construction; None where
+    a silhouette is undefined (one task, or one client per task)."""
+    if not 2 <= len(np.unique(task_labels)) <= len(task_labels) - 1:
+        return None
+    return [float(silhouette_score(d, task_labels, metric="precomputed")) for d in run.structure.info["distances"]]
+
+
+def _fmt(vals: Sequence[float] | None) -> str:
+    return "n/a" if vals is None else " ".join(f"{v:.3f}" for v in vals)
+
+
+def _best_window_silhouettes(run: FederatedRun) -> list[float]:
+    """Largest silhouette (phi at c >= 2) in each layer's candidate window (-1, the silhouette's floor, where
+    the window holds c = 1 only)."""
+    return [max((v for c, v in sc.items() if c >= 2), default=-1.0) for sc in run.structure.info["scores"]]
+
+
 def _curves(runs: list[dict[str, FederatedRun]], title: str) -> Any:
     fig, ax = new_figure(title, "round", "mean personalised accuracy (mean over seeds)")
     for name in runs[0]:
@@ -221,6 +239,15 @@ def headline(cfg: FedConfig, rng: np.random.Generator) -> Outcome:
         all(is_refinement(f, c) for c, f in zip(p, p[1:], strict=False))
         for p in (r[TREE].structure.partitions for r in runs)
     ]
+    # reported, not checked: how well the tasks separate in the warm-up distances the tree chose from. The
+    # cut search picks c >= 2 only where a partition's silhouette beats tau, so a task silhouette below tau
+    # says the tasks were not recoverable from these B's whatever the search did.
+    sils = [_task_silhouettes(r[TREE], lab) for r, lab in zip(runs, labels, strict=True)]
+    best_sil = np.array([_best_window_silhouettes(r[TREE]) for r in runs])
+    for layer in range(best_sil.shape[1]):
+        _put(metrics, f"best_window_silhouette_layer{layer + 1}", best_sil[:, layer].tolist())
+        if all(v is not None for v in sils):
+            _put(metrics, f"task_silhouette_layer{layer + 1}", [v[layer] for v in sils])  # type: ignore[index]
     metrics["cuts_monotone_fraction"] = float(np.mean(mono))
     metrics["partitions_nested_fraction"] = float(np.mean(refine))
     # criterion 5, per client per round after the warm-up (the warm-up's first rounds send nothing)
@@ -261,6 +288,8 @@ def headline(cfg: FedConfig, rng: np.random.Generator) -> Outcome:
             "final_layer_partition": " ".join(map(str, r[TREE].structure.partitions[-1].tolist())),
             "tasks": " ".join(map(str, lab.tolist())),
             "ari": round(a, 3),
+            "task_silhouette_per_layer": _fmt(sils[s]),
+            "best_window_silhouette_per_layer": _fmt(best_sil[s].tolist()),
         }
         for s, (r, lab, a) in enumerate(zip(runs, labels, aris, strict=True))
     ]

@@ -33,7 +33,7 @@ class Structure:
     partitions : one label array (N,) per layer (clients with equal labels average their cluster experts).
     external : each client also receives the n-weighted average over the clients outside its block.
     learn_lambda : lambda = sigmoid(theta) is trained locally (else fixed at sigmoid(theta_init)).
-    info : what the strategy chose (cuts, scores), for reporting.
+    info : what the strategy chose (cuts, scores) and the per-layer distances it chose from, for reporting.
     """
 
     partitions: list[np.ndarray]
@@ -172,4 +172,5 @@ class FedTreeLoRA(Strategy):
                 parts = lc.partitions
                 info["scores"] = lc.scores
             info["linkage"] = tree.Z
+        info["distances"] = dists  # for reporting (e.g. how well the tasks separate); never sent anywhere
         return Structure(parts, external=self.use_external, learn_lambda=self.use_external, info=info)
