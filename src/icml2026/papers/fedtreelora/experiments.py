@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import adjusted_rand_score, silhouette_score
+from sklearn.metrics import adjusted_rand_score
 
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
@@ -24,7 +24,7 @@ from .data import TASKS, make_clients, make_corpus
 from .method import FedTreeLoRA, Strategy
 from .model import Backbone, BackboneConfig, pretrain_backbone
 from .simulator import FederatedRun, TrainConfig, simulate
-from .tree import is_refinement
+from .tree import _phi, is_refinement
 
 
 @config
@@ -160,7 +160,8 @@ def _task_silhouettes(run: FederatedRun, task_labels: np.ndarray) -> list[float]
     a silhouette is undefined (one task, or one client per task)."""
     if not 2 <= len(np.unique(task_labels)) <= len(task_labels) - 1:
         return None
-    return [float(silhouette_score(d, task_labels, metric="precomputed")) for d in run.structure.info["distances"]]
+    # the cut search's own score (k >= 2 here, so its tau is never used)
+    return [_phi(task_labels, d, tau=float("nan")) for d in run.structure.info["distances"]]
 
 
 def _fmt(vals: Sequence[float] | None) -> str:

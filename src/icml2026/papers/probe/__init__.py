@@ -3,7 +3,7 @@
 "Where Detectors Fail: Probing Generative Space for Generalizable AI-Generated Image Detection" (PROBE =
 Probing Robustness via Boundary Exploration), Z. Cao, W. Tu, Y. Xiao, W. Deng, W. Chen, L. Lin, P. Wei,
 ICML 2026 (arXiv id not found). Official code: Amamiya-C/PROBE-AIGI-Detection (evaluation scripts and
-detector definitions only; Stage 1 and Stage 2 are marked TODO there), so the method here is partly
+detector definitions only; its Stage 1 and Stage 2 are announced but not released), so the method here is partly
 reconstructed from the paper's text and figures (see README.md).
 
 Symbols (paper / brief -> code)
