@@ -193,8 +193,9 @@ def _bars(metrics: dict[str, float], title: str) -> Any:
     x = np.arange(len(names))
     for off, key, lab in ((-0.2, "cta", "CTA"), (0.2, "asr", "ASR")):
         vals = [metrics[f"{n}_{key}"] for n in names]
-        err = [[v - metrics[f"{n}_{key}_min"] for n, v in zip(names, vals, strict=True)],
-               [metrics[f"{n}_{key}_max"] - v for n, v in zip(names, vals, strict=True)]]
+        # the mean of equal draws can exceed their max by an ulp: a negative half-bar is clipped to 0
+        err = [[max(v - metrics[f"{n}_{key}_min"], 0.0) for n, v in zip(names, vals, strict=True)],
+               [max(metrics[f"{n}_{key}_max"] - v, 0.0) for n, v in zip(names, vals, strict=True)]]
         ax.bar(x + off, vals, 0.4, yerr=err, label=lab)
     ax.set_xticks(x, names)
     ax.set_ylim(0, 1)

@@ -1,0 +1,13 @@
+"""The bar plot's error bars survive a mean that float rounding puts above its draws' max."""
+
+import numpy as np
+
+from icml2026.papers.attention_hijacking.experiments import _bars
+
+
+def test_bars_accept_a_mean_an_ulp_above_the_max() -> None:
+    draws = [0.1] * 20
+    mean = float(np.mean(draws))
+    m = {"clean_cta": mean, "clean_cta_min": 0.1, "clean_cta_max": float(np.nextafter(mean, 0.0)),
+         "clean_asr": 0.0, "clean_asr_min": 0.0, "clean_asr_max": 0.0}
+    _bars(m, "t")  # max one ulp below the mean, as on anchor seed 1; raised ValueError('yerr' must not contain negative values) before the clip
