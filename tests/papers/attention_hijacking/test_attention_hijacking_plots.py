@@ -10,4 +10,4 @@ def test_bars_accept_a_mean_an_ulp_above_the_max() -> None:
     mean = float(np.mean(draws))
     m = {"clean_cta": mean, "clean_cta_min": 0.1, "clean_cta_max": float(np.nextafter(mean, 0.0)),
          "clean_asr": 0.0, "clean_asr_min": 0.0, "clean_asr_max": 0.0}
-    _bars(m, "t")  # max one ulp below the mean, as on anchor seed 1; raised ValueError('yerr' must not contain negative values) before the clip
+    _bars(m, "t")  # max an ulp below the mean (anchor, seed 1): raised a negative-yerr ValueError before
