@@ -8,10 +8,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-__all__ = ["new_figure", "save_figure", "FIGSIZE", "DPI"]
+__all__ = ["new_figure", "save_figure", "range_yerr", "FIGSIZE", "DPI"]
 
 FIGSIZE = (6.0, 4.0)
 DPI = 110
@@ -32,6 +33,13 @@ def new_figure(
         ax.set_yscale("log")
     ax.grid(True, alpha=0.3)
     return fig, ax
+
+
+def range_yerr(center: object, lo: object, hi: object) -> np.ndarray:
+    """``yerr`` (2, n) for bars from ``lo`` to ``hi`` around ``center``; a mean of equal draws can sit an ulp
+    outside its min / max, and matplotlib refuses negative half-bars, so those are clipped to 0."""
+    c, a, b = (np.atleast_1d(np.asarray(v, dtype=float)) for v in (center, lo, hi))
+    return np.maximum(np.stack([c - a, b - c]), 0.0)
 
 
 def save_figure(fig: Figure, path: Path) -> None:

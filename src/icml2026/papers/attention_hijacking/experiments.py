@@ -16,7 +16,7 @@ import numpy as np
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
 from icml2026.core.device import check_device_name, resolve_device
-from icml2026.core.plotting import new_figure
+from icml2026.core.plotting import new_figure, range_yerr
 from icml2026.core.progress import track
 from icml2026.core.rng import torch_generator
 
@@ -193,9 +193,7 @@ def _bars(metrics: dict[str, float], title: str) -> Any:
     x = np.arange(len(names))
     for off, key, lab in ((-0.2, "cta", "CTA"), (0.2, "asr", "ASR")):
         vals = [metrics[f"{n}_{key}"] for n in names]
-        # the mean of equal draws can exceed their max by an ulp: a negative half-bar is clipped to 0
-        err = [[max(v - metrics[f"{n}_{key}_min"], 0.0) for n, v in zip(names, vals, strict=True)],
-               [max(metrics[f"{n}_{key}_max"] - v, 0.0) for n, v in zip(names, vals, strict=True)]]
+        err = range_yerr(vals, [metrics[f"{n}_{key}_min"] for n in names], [metrics[f"{n}_{key}_max"] for n in names])
         ax.bar(x + off, vals, 0.4, yerr=err, label=lab)
     ax.set_xticks(x, names)
     ax.set_ylim(0, 1)

@@ -9,7 +9,7 @@ import numpy as np
 
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
-from icml2026.core.plotting import new_figure
+from icml2026.core.plotting import new_figure, range_yerr
 from icml2026.core.progress import track
 
 from .baselines import CuttingPlaneLearner, OnlineGradientLearner, OnlineNewtonStepLearner
@@ -256,10 +256,7 @@ def wrong_vs_d(cfg: WrongVsDConfig, rng: np.random.Generator) -> Outcome:
         ax.errorbar(
             cfg.dims,
             wrong[name].mean(axis=1),
-            yerr=[
-                wrong[name].mean(axis=1) - wrong[name].min(axis=1),
-                wrong[name].max(axis=1) - wrong[name].mean(axis=1),
-            ],
+            yerr=range_yerr(wrong[name].mean(axis=1), wrong[name].min(axis=1), wrong[name].max(axis=1)),
             marker="o",
             capsize=3,
             label=_LABELS[name],
@@ -646,7 +643,7 @@ def lower_bound(cfg: LowerBoundConfig, rng: np.random.Generator) -> Outcome:
         ax.errorbar(
             dims + off,
             mean,
-            yerr=[mean - wrong[name].min(axis=1), wrong[name].max(axis=1) - mean],
+            yerr=range_yerr(mean, wrong[name].min(axis=1), wrong[name].max(axis=1)),
             marker="o",
             capsize=3,
             label=_LABELS[name],
