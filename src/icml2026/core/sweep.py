@@ -27,7 +27,7 @@ from .aggregate import summarize
 from .progress import track
 
 __all__ = ["SweepTask", "expand_grid", "plan_tasks", "is_done", "run_task", "execute", "aggregate",
-           "write_sweep", "sweep_id"]
+           "write_sweep", "sweep_id", "map_in_processes"]
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,34 @@ def _read_done(task: SweepTask) -> dict[str, Any]:
             "path": str(task.folder()), "resumed": True,
             "metrics": {k: _num(v) for k, v in res["metrics"].items()},
             "checks": [{"name": c["name"], "value": _num(c["value"]), "passed": _passes(c)} for c in res["checks"]]}
+
+
+def _init_worker(n_threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(n_threads)
+
+
+def map_in_processes(calls: list[tuple[Callable[..., Any], tuple[Any, ...]]], workers: int,
+                     n_threads: int = 1) -> list[Any]:
+    """``[fn(*args) for fn, args in calls]``, computed by a pool of ``workers`` fresh processes (spawned, so
+    nothing but the arguments reaches them, each with ``n_threads`` torch threads); ``workers == 1`` runs the
+    calls here, in order. Results come back in the order of ``calls`` whatever order they finish in, so a
+    caller whose calls each carry their own random generator gets the same results for any ``workers``.
+    ``fn`` must be importable at module level and the arguments picklable. Calls are submitted in order:
+    put the longest first to finish soonest."""
+    if workers < 1 or n_threads < 1:
+        raise ValueError(f"workers = {workers}, n_threads = {n_threads}: both must be >= 1")
+    if workers == 1 or len(calls) <= 1:
+        return [fn(*args) for fn, args in calls]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(workers, len(calls)), mp_context=ctx, initializer=_init_worker,
+                             initargs=(n_threads,)) as pool:
+        futures = [pool.submit(fn, *args) for fn, args in calls]
+        return [f.result() for f in futures]
 
 
 def _local(tasks: list[SweepTask], workers: int) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -35,10 +35,15 @@ class TinyLMConfig:
     n_heads: int = 4
     max_len: int = 64  # positions
     init_std: float = 0.02
+    # GPT-2's MLP activation. "gelu_pytorch_tanh" is the same tanh-approximate GELU as GPT-2's "gelu_new"
+    # (equal to ~2e-7), computed by one fused torch kernel: about 6x faster on a CPU, forward and backward.
+    gpt2_activation: str = "gelu_new"
 
     def __post_init__(self) -> None:
         if self.family not in ("gpt2", "llama"):
             raise ValueError(f"family must be 'gpt2' or 'llama', got {self.family!r}")
+        if self.gpt2_activation not in ("gelu_new", "gelu_pytorch_tanh"):
+            raise ValueError(f"gpt2_activation must be 'gelu_new' or 'gelu_pytorch_tanh', got {self.gpt2_activation!r}")
         if min(self.d_model, self.n_layers, self.n_heads, self.max_len) < 1:
             raise ValueError("d_model, n_layers, n_heads and max_len must be positive")
         if self.d_model % self.n_heads:
@@ -94,6 +99,7 @@ def build_tiny_causal_lm(cfg: TinyLMConfig, tokenizer: TokenizerLike, generator:
             resid_pdrop=0.0,
             embd_pdrop=0.0,
             attn_pdrop=0.0,
+            activation_function=cfg.gpt2_activation,
             **special,
         )
         model = GPT2LMHeadModel(conf)

@@ -8,7 +8,9 @@ generator) and states its claims over the mean of those seeds, with the spread i
 from __future__ import annotations
 
 import copy
+import sys
 import time
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -18,6 +20,7 @@ from icml2026.core import Check, Outcome, experiment, spawn, torch_generator
 from icml2026.core.config import config, param
 from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.plotting import new_figure
+from icml2026.core.sweep import map_in_processes
 from icml2026.core.progress import track
 
 from .baselines import direct_sft_data, random_perturbation, trajectory_sft_data
@@ -33,6 +36,12 @@ __all__ = ["ProteinConfig", "MoleculeConfig", "protein_stress_test", "molecule_e
 def _model_rules(d_model: int, n_heads: int) -> None:
     if d_model % n_heads:
         raise ValueError(f"d_model = {d_model}: must be divisible by n_heads ({n_heads})")
+
+
+def _worker_rules(workers: int, device: str) -> None:
+    if workers > 1 and device != "cpu":
+        raise ValueError(f"workers = {workers}: side-by-side seeds run on the CPU only (device = {device!r}); "
+                         "use workers = 1 on an accelerator")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -68,9 +77,11 @@ class ProteinConfig:
     rl_temperature: float = param(1.0, 0.05, 5.0, help="rollout temperature")
     rl_top_p: float = param(1.0, 0.01, 1.0, lo_open=True)
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+    workers: int = param(1, 1, 64, help="processes that train the seeds side by side (CPU only; results do not depend on it)")
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
+        _worker_rules(self.workers, self.device)
         _model_rules(self.d_model, self.n_heads)
         if self.n_eval_train_sources > self.n_train_sources:
             raise ValueError(f"n_eval_train_sources = {self.n_eval_train_sources}: must be <= n_train_sources "
@@ -186,12 +197,31 @@ def _all_seeds_mean(per_seed: list[dict[str, Any]], key: str) -> float:
                               n_eval_train_sources=10, n_samples=32, d_model=64, n_layers=2, n_heads=4,
                               sft_steps=1000, sft_batch=32, sft_lr=5e-3, rl_steps=40, rl_prompts=8,
                               group_size=8, rl_lr=3e-4),
-        "full": ProteinConfig(),
+        "full": ProteinConfig(workers=2),
     },
 )
 def protein_stress_test(cfg: ProteinConfig, rng: np.random.Generator) -> Outcome:
-    device = resolve_device(cfg.device)
-    per_seed = [_protein_seed(cfg, r, device) for r in track(spawn(rng, cfg.n_seeds), "protein seeds", cfg.n_seeds)]
+    return _protein_outcome(cfg, _run_seeds([(_protein_seed, cfg, rng)], cfg.workers, "protein seeds")[0])
+
+
+def _run_seeds(runs: list[tuple[Callable[..., dict[str, Any]], Any, np.random.Generator]], workers: int,
+               desc: str) -> list[list[dict[str, Any]]]:
+    """Per run ``(seed_fn, cfg, rng)``: ``seed_fn(cfg, r, device)`` for each of ``spawn(rng, cfg.n_seeds)``,
+    all runs' seeds in one pool of ``workers`` processes (in this process, with progress, when 1)."""
+    calls = [(fn, (cfg, r, resolve_device(cfg.device))) for fn, cfg, rng in runs for r in spawn(rng, cfg.n_seeds)]
+    if workers == 1:
+        flat = [fn(*args) for fn, args in track(calls, desc, len(calls))]
+    else:
+        print(f"[{desc}] {len(calls)} seeds in {min(workers, len(calls))} processes", file=sys.stderr, flush=True)
+        flat = map_in_processes(calls, workers)
+    out, k = [], 0
+    for _, cfg, _ in runs:
+        out.append(flat[k:k + cfg.n_seeds])
+        k += cfg.n_seeds
+    return out
+
+
+def _protein_outcome(cfg: ProteinConfig, per_seed: list[dict[str, Any]]) -> Outcome:
     metrics, timings = _aggregate(per_seed)
     m = metrics.__getitem__
     # Criterion 5 of the brief, on the held-out sources; targets fixed by the brief before any run.
@@ -249,9 +279,11 @@ class MoleculeConfig:
     temperature: float = param(0.7, 0.05, 5.0, help="paper: 0.7 (rollouts and evaluation)")
     top_p: float = param(0.9, 0.01, 1.0, lo_open=True, help="paper: 0.9")
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+    workers: int = param(1, 1, 64, help="processes that train the seeds side by side (CPU only; results do not depend on it)")
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
+        _worker_rules(self.workers, self.device)
         _model_rules(self.d_model, self.n_heads)
         if (self.rl_prompts * self.group_size) % self.steps_per_generation:
             raise ValueError(f"steps_per_generation = {self.steps_per_generation}: must divide rl_prompts * "
@@ -332,12 +364,14 @@ def _molecule_seed(cfg: MoleculeConfig, rng: np.random.Generator, device: torch.
         "card": MoleculeConfig(n_seeds=3, n_scaffolds=6, n_train=8000, n_test=200, d_model=64, n_layers=2,
                                n_heads=4, sft_steps=800, sft_batch=32, sft_lr=5e-3, rl_steps=40, rl_prompts=8,
                                group_size=8, rl_lr=3e-4),
-        "full": MoleculeConfig(),
+        "full": MoleculeConfig(workers=2),
     },
 )
 def molecule_editing(cfg: MoleculeConfig, rng: np.random.Generator) -> Outcome:
-    device = resolve_device(cfg.device)
-    per_seed = [_molecule_seed(cfg, r, device) for r in track(spawn(rng, cfg.n_seeds), "molecule seeds", cfg.n_seeds)]
+    return _molecule_outcome(cfg, _run_seeds([(_molecule_seed, cfg, rng)], cfg.workers, "molecule seeds")[0])
+
+
+def _molecule_outcome(cfg: MoleculeConfig, per_seed: list[dict[str, Any]]) -> Outcome:
     metrics, timings = _aggregate(per_seed)
     m = metrics.__getitem__
     # Criterion 6 of the brief; the paper's figures are its DrugAssist table (STRIDE-SFT -> STRIDE-GSPO).
@@ -362,21 +396,45 @@ def molecule_editing(cfg: MoleculeConfig, rng: np.random.Generator) -> Outcome:
 
 if __name__ == "__main__":  # criterion 7: python -m icml2026.papers.stride.experiments --quick
     import argparse
+    import dataclasses
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path
 
-    from icml2026.core.rng import make_rng
+    from icml2026.core.registry import get_experiment
+    from icml2026.core.runner import run_experiment
 
-    ap = argparse.ArgumentParser(description="Run both STRIDE experiments at one preset and print the checks.")
+    ap = argparse.ArgumentParser(description="Run both STRIDE experiments at one preset, write their run folders "
+                                 "(as `icml2026 run` does) and print the checks.")
     ap.add_argument("--quick", action="store_true", help="quick presets (default: full)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=None,
+                    help="processes per experiment for its seeds (default: the preset's own; full: 2)")
+    ap.add_argument("--out", default="runs", help="folder of the run folders (default: runs)")
     args = ap.parse_args()
-    torch.set_num_threads(1)
+    if args.workers is not None and args.workers < 1:
+        ap.error(f"--workers {args.workers}: must be >= 1")
     preset = "quick" if args.quick else "full"
-    from icml2026.core.registry import get_experiment
-
+    jobs = []
     for name in ("stride.protein_stress_test", "stride.molecule_editing"):
         exp = get_experiment(name)
-        t0 = time.perf_counter()
-        res = exp(exp.config(preset), make_rng(args.seed))
-        print(f"{name} [{preset}] {time.perf_counter() - t0:.0f}s")
-        for c in res.checks:
-            print(f"  {'PASS' if c.passed else 'FAIL'} {c.name} = {c.value:.3f} (target {c.target})")
+        cfg, over = exp.config(preset), {}
+        if args.workers is not None and args.workers != cfg.workers:
+            cfg, over = dataclasses.replace(cfg, workers=args.workers), {"workers": args.workers}
+        jobs.append((exp, cfg, over))
+    t0 = time.perf_counter()
+
+    def _one(job: tuple[Any, Any, dict[str, Any]]) -> Any:
+        exp, cfg, over = job
+        return run_experiment(exp, cfg, preset=preset, seed=args.seed, out=Path(args.out), overrides=over)
+
+    if all(cfg.workers == 1 for _, cfg, _ in jobs):
+        results = [_one(j) for j in jobs]
+    else:  # both experiments side by side, each with its own pool of seed processes
+        with ThreadPoolExecutor(max_workers=len(jobs)) as threads:
+            results = list(threads.map(_one, jobs))
+    for res in results:
+        r = res.results
+        print(f"{r['experiment']} [{preset}] {r['timing']['wall_s']:.0f}s -> {res.path}")
+        for c in r["checks"]:
+            print(f"  {'PASS' if c['passed'] else 'FAIL'} {c['name']} = {c['value']} (target {c['target']})")
+    print(f"both experiments [{preset}]: {time.perf_counter() - t0:.0f}s wall")

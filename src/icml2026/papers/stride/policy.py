@@ -181,7 +181,7 @@ def build_policy(vocab: EditVocab, cfg: PolicyConfig, generator: torch.Generator
     """A fresh causal LM (``transformers.GPT2LMHeadModel`` or ``LlamaForCausalLM`` from a config) over ``vocab``."""
     model = build_tiny_causal_lm(
         TinyLMConfig(family=cfg.family, d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads,
-                     max_len=cfg.max_len), cast(Any, vocab), generator)
+                     max_len=cfg.max_len, gpt2_activation="gelu_pytorch_tanh"), cast(Any, vocab), generator)
     model.eval()
     return model
 

@@ -137,8 +137,12 @@ def rl_train(
         rewards = torch.tensor([reward_fn(int(chosen[k // cfg.group_size]), comps[k]) for k in range(n_rollout)],
                                dtype=torch.float32)
         adv = group_advantages(rewards, cfg.group_size, cfg.adv_eps).to(dev)
-        with torch.no_grad():  # pi_old: detached, from the policy that sampled
-            old_logp, _ = completion_logprobs(model, rows_prompt, comps, pad_id)
+        # pi_old: detached, from the policy that sampled. With one update per rollout the policy *is* pi_old
+        # when the update's forward pass runs, so that pass's detached log-probs serve (ratio exactly 1) and the
+        # separate no-grad pass is skipped (as trl does for num_iterations = 1).
+        one_update = cfg.steps_per_generation == 1
+        with torch.no_grad():
+            old_logp = None if one_update else completion_logprobs(model, rows_prompt, comps, pad_id)[0]
             ref_logp = completion_logprobs(ref, rows_prompt, comps, pad_id)[0] if ref is not None else None
         perm = rng.permutation(n_rollout)
         mb = n_rollout // cfg.steps_per_generation
@@ -149,7 +153,7 @@ def rl_train(
             idx = torch.as_tensor(rows, device=dev)
             logp, mask = completion_logprobs(model, [rows_prompt[i] for i in rows], [comps[i] for i in rows], pad_id)
             width = logp.shape[1]
-            o = old_logp[idx][:, :width]
+            o = logp.detach() if old_logp is None else old_logp[idx][:, :width]
             if cfg.algo == "grpo":
                 r = ref_logp[idx][:, :width] if ref_logp is not None else None
                 loss = grpo_loss(logp, o, r, mask, adv[idx], cfg.eps, beta)
