@@ -118,3 +118,25 @@ def test_summaries() -> None:
     assert 1.0 <= lo <= 2.0 <= hi <= 3.0
     assert bootstrap_ci([5.0]) == (5.0, 5.0)
     assert bootstrap_ci([1.0, 2.0, 3.0]) == bootstrap_ci([1.0, 2.0, 3.0])  # its own fixed stream
+
+
+def _draws(seed: int, n: int) -> list[float]:
+    import numpy as np
+
+    return np.random.default_rng(seed).normal(size=n).tolist()
+
+
+def test_map_in_processes_returns_results_in_call_order_for_any_worker_count() -> None:
+    calls = [(_draws, (s, 3 + s)) for s in (5, 1, 4, 2)]  # unequal work, so they may finish out of order
+    here = sweep.map_in_processes(calls, workers=1)
+    assert here == [_draws(s, 3 + s) for s in (5, 1, 4, 2)]
+    assert sweep.map_in_processes(calls, workers=2) == here
+
+
+def test_map_in_processes_refuses_bad_counts_and_passes_errors_through() -> None:
+    with pytest.raises(ValueError, match="workers = 0"):
+        sweep.map_in_processes([(_draws, (0, 1))], workers=0)
+    with pytest.raises(ValueError, match="n_threads = 0"):
+        sweep.map_in_processes([(_draws, (0, 1))], workers=2, n_threads=0)
+    with pytest.raises(ValueError):  # numpy's own error from a worker process reaches the caller
+        sweep.map_in_processes([(_draws, (0, 1)), (_draws, (0, -1))], workers=2)

@@ -67,6 +67,26 @@ def random_backend(family: str = "gpt2", seed: int = 0) -> HFLocalBackend:
 
 
 # ------------------------------------------------------------------------------------------ tokenizer
+def test_fused_gelu_option_is_the_same_model_up_to_float_rounding() -> None:
+    # "gelu_pytorch_tanh" is torch's fused kernel for GPT-2's tanh-approximate GELU ("gelu_new"): same weights
+    # from the same generator, logits equal to float rounding; an exact GELU ("gelu") would differ by ~1e-3.
+    tok = VocabTokenizer.build(["abcdefgh= "])
+    ids = torch.tensor([[tok.bos_id, 3, 4, 5, 6, 7]])
+    logits = {}
+    for act in ("gelu_new", "gelu_pytorch_tanh"):
+        cfg = TinyLMConfig(d_model=32, n_layers=2, n_heads=2, max_len=32, init_std=0.5, gpt2_activation=act)
+        model = build_tiny_causal_lm(cfg, tok, torch_generator(make_rng(3)))
+        assert model.config.activation_function == act
+        logits[act] = model(input_ids=ids).logits
+    for block in model.transformer.h:  # the tolerance tells GELUs apart: the exact (erf) one is outside it
+        block.mlp.act = torch.nn.GELU()
+    exact = model(input_ids=ids).logits
+    assert torch.allclose(logits["gelu_new"], logits["gelu_pytorch_tanh"], atol=1e-5, rtol=0)
+    assert (exact - logits["gelu_new"]).abs().max() > 1e-5
+    with pytest.raises(ValueError, match="gpt2_activation"):
+        TinyLMConfig(gpt2_activation="relu")
+
+
 def test_vocab_tokenizer_round_trips_and_maps_unknowns(tmp_path: Any) -> None:
     tok = VocabTokenizer.build(["hello world"], level="char")
     assert tok.decode(tok.encode("hello")) == "hello"

@@ -20,8 +20,8 @@ from icml2026.core import Check, Outcome, experiment, spawn, torch_generator
 from icml2026.core.config import config, param
 from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.plotting import new_figure
-from icml2026.core.sweep import map_in_processes
 from icml2026.core.progress import track
+from icml2026.core.sweep import map_in_processes
 
 from .baselines import direct_sft_data, random_perturbation, trajectory_sft_data
 from .data import make_molecule_task, make_protein_task
@@ -77,7 +77,7 @@ class ProteinConfig:
     rl_temperature: float = param(1.0, 0.05, 5.0, help="rollout temperature")
     rl_top_p: float = param(1.0, 0.01, 1.0, lo_open=True)
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
-    workers: int = param(1, 1, 64, help="processes that train the seeds side by side (CPU only; results do not depend on it)")
+    workers: int = param(1, 1, 64, help="processes training the seeds side by side (CPU only; same results)")
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
@@ -279,7 +279,7 @@ class MoleculeConfig:
     temperature: float = param(0.7, 0.05, 5.0, help="paper: 0.7 (rollouts and evaluation)")
     top_p: float = param(0.9, 0.01, 1.0, lo_open=True, help="paper: 0.9")
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
-    workers: int = param(1, 1, 64, help="processes that train the seeds side by side (CPU only; results do not depend on it)")
+    workers: int = param(1, 1, 64, help="processes training the seeds side by side (CPU only; same results)")
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
@@ -405,22 +405,29 @@ if __name__ == "__main__":  # criterion 7: python -m icml2026.papers.stride.expe
 
     ap = argparse.ArgumentParser(description="Run both STRIDE experiments at one preset, write their run folders "
                                  "(as `icml2026 run` does) and print the checks.")
-    ap.add_argument("--quick", action="store_true", help="quick presets (default: full)")
+    ap.add_argument("--quick", action="store_true", help="quick presets (the same as --preset quick)")
+    ap.add_argument("--preset", choices=("smoke", "quick", "card", "full"), default=None,
+                    help="preset of both experiments (default: full)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=None,
                     help="processes per experiment for its seeds (default: the preset's own; full: 2)")
+    ap.add_argument("--n-seeds", type=int, default=None,
+                    help="seeds per experiment (default: the preset's own; full: 3, the headline's mean)")
     ap.add_argument("--out", default="runs", help="folder of the run folders (default: runs)")
     args = ap.parse_args()
-    if args.workers is not None and args.workers < 1:
-        ap.error(f"--workers {args.workers}: must be >= 1")
-    preset = "quick" if args.quick else "full"
+    for flag, val in (("--workers", args.workers), ("--n-seeds", args.n_seeds)):
+        if val is not None and val < 1:
+            ap.error(f"{flag} {val}: must be >= 1")
+    if args.quick and args.preset not in (None, "quick"):
+        ap.error(f"--quick and --preset {args.preset}: choose one")
+    preset = "quick" if args.quick else (args.preset or "full")
     jobs = []
     for name in ("stride.protein_stress_test", "stride.molecule_editing"):
         exp = get_experiment(name)
-        cfg, over = exp.config(preset), {}
-        if args.workers is not None and args.workers != cfg.workers:
-            cfg, over = dataclasses.replace(cfg, workers=args.workers), {"workers": args.workers}
-        jobs.append((exp, cfg, over))
+        cfg = exp.config(preset)
+        over = {k: v for k, v in (("n_seeds", args.n_seeds), ("workers", args.workers))
+                if v is not None and v != getattr(cfg, k)}
+        jobs.append((exp, dataclasses.replace(cfg, **over), over))
     t0 = time.perf_counter()
 
     def _one(job: tuple[Any, Any, dict[str, Any]]) -> Any:
