@@ -96,7 +96,8 @@ def _protein_outputs(model: Any, vocab: EditVocab, sources: list[str], n: int, t
     return [[executed_output(s, texts[k * n + j], trajectory) for j in range(n)] for k, s in enumerate(sources)]
 
 
-def _protein_seed(cfg: ProteinConfig, rng: np.random.Generator, device: torch.device) -> dict[str, float]:
+def _protein_seed(cfg: ProteinConfig, rng: np.random.Generator, device: torch.device,
+                  tag: str = "") -> dict[str, float]:
     # Deviation: a GPT-2-class model trained from scratch (and fully fine-tuned in Stage II) stands in for
     # Qwen3-14B + LoRA; the `card` preset is smaller still than the brief's CPU plan (see README.md).
     r_data, r_sft, r_van, r_rl, r_eval = spawn(rng, 5)
@@ -112,9 +113,9 @@ def _protein_seed(cfg: ProteinConfig, rng: np.random.Generator, device: torch.de
 
     t0 = time.perf_counter()
     stride_sft = build_policy(vocab, pcfg, torch_generator(r_sft)).to(device)
-    sft_train(stride_sft, *trajectory_sft_data(vocab, pairs), vocab.pad_id, scfg, r_sft, desc="STRIDE-SFT")
+    sft_train(stride_sft, *trajectory_sft_data(vocab, pairs), vocab.pad_id, scfg, r_sft, desc=f"{tag}STRIDE-SFT")
     vanilla = build_policy(vocab, pcfg, torch_generator(r_van)).to(device)
-    sft_train(vanilla, *direct_sft_data(vocab, pairs), vocab.pad_id, scfg, r_van, desc="Vanilla SFT")
+    sft_train(vanilla, *direct_sft_data(vocab, pairs), vocab.pad_id, scfg, r_van, desc=f"{tag}Vanilla SFT")
     timings["sft_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -129,7 +130,8 @@ def _protein_seed(cfg: ProteinConfig, rng: np.random.Generator, device: torch.de
     rcfg = RLConfig(algo=cfg.rl_algo, n_steps=cfg.rl_steps, n_prompts=cfg.rl_prompts, group_size=cfg.group_size,
                     lr=cfg.rl_lr, eps=cfg.clip_eps, beta=cfg.kl_beta, temperature=cfg.rl_temperature,
                     top_p=cfg.rl_top_p, max_new_tokens=max_new)
-    hist = rl_train(stride, prompts, reward, rcfg, r_rl, eos_id=vocab.eos_id, pad_id=vocab.pad_id, desc="STRIDE RL")
+    hist = rl_train(stride, prompts, reward, rcfg, r_rl, eos_id=vocab.eos_id, pad_id=vocab.pad_id,
+                    desc=f"{tag}STRIDE RL")
     timings["rl_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -208,7 +210,9 @@ def _run_seeds(runs: list[tuple[Callable[..., dict[str, Any]], Any, np.random.Ge
                desc: str) -> list[list[dict[str, Any]]]:
     """Per run ``(seed_fn, cfg, rng)``: ``seed_fn(cfg, r, device)`` for each of ``spawn(rng, cfg.n_seeds)``,
     all runs' seeds in one pool of ``workers`` processes (in this process, with progress, when 1)."""
-    calls = [(fn, (cfg, r, resolve_device(cfg.device))) for fn, cfg, rng in runs for r in spawn(rng, cfg.n_seeds)]
+    # the tag names the seed in the progress lines, which interleave when seeds run side by side
+    calls = [(fn, (cfg, r, resolve_device(cfg.device), f"{cfg.__class__.__name__[:-6].lower()} seed {i}: "))
+             for fn, cfg, rng in runs for i, r in enumerate(spawn(rng, cfg.n_seeds))]
     if workers == 1:
         flat = [fn(*args) for fn, args in track(calls, desc, len(calls))]
     else:
@@ -290,7 +294,8 @@ class MoleculeConfig:
                              f"group_size ({self.rl_prompts * self.group_size})")
 
 
-def _molecule_seed(cfg: MoleculeConfig, rng: np.random.Generator, device: torch.device) -> dict[str, Any]:
+def _molecule_seed(cfg: MoleculeConfig, rng: np.random.Generator, device: torch.device,
+                   tag: str = "") -> dict[str, Any]:
     from .edits import tokenize_smiles
 
     r_data, r_sft, r_rl, r_eval = spawn(rng, 4)
@@ -305,7 +310,7 @@ def _molecule_seed(cfg: MoleculeConfig, rng: np.random.Generator, device: torch.
     t0 = time.perf_counter()
     sft_model = build_policy(vocab, pcfg, torch_generator(r_sft)).to(device)
     sft_train(sft_model, *trajectory_sft_data(vocab, pairs), vocab.pad_id,
-              SFTConfig(n_steps=cfg.sft_steps, batch_size=cfg.sft_batch, lr=cfg.sft_lr), r_sft, desc="STRIDE-SFT")
+              SFTConfig(n_steps=cfg.sft_steps, batch_size=cfg.sft_batch, lr=cfg.sft_lr), r_sft, desc=f"{tag}STRIDE-SFT")
     timings["sft_s"] = time.perf_counter() - t0
 
     train_prompts = sorted({(e.src, e.instruction) for e in task.train})
@@ -323,7 +328,7 @@ def _molecule_seed(cfg: MoleculeConfig, rng: np.random.Generator, device: torch.
                     steps_per_generation=cfg.steps_per_generation, temperature=cfg.temperature, top_p=cfg.top_p,
                     max_new_tokens=max_new)
     hist = rl_train(rl_model, prompts, reward, rcfg, r_rl, eos_id=vocab.eos_id, pad_id=vocab.pad_id,
-                    desc=f"STRIDE-{cfg.rl_algo.upper()}")
+                    desc=f"{tag}STRIDE-{cfg.rl_algo.upper()}")
     timings["rl_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
