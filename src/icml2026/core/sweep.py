@@ -116,8 +116,9 @@ def map_in_processes(calls: list[tuple[Callable[..., Any], tuple[Any, ...]]], wo
     nothing but the arguments reaches them, each with ``n_threads`` torch threads); ``workers == 1`` runs the
     calls here, in order. Results come back in the order of ``calls`` whatever order they finish in, so a
     caller whose calls each carry their own random generator gets the same results for any ``workers``.
-    ``fn`` must be importable at module level and the arguments picklable. Calls are submitted in order:
-    put the longest first to finish soonest."""
+    ``fn`` must be importable at module level and the arguments picklable; a script that reaches this with
+    ``workers > 1`` needs the ``if __name__ == "__main__":`` guard, as for any spawned pool. Calls are
+    submitted in order: put the longest first to finish soonest."""
     if workers < 1 or n_threads < 1:
         raise ValueError(f"workers = {workers}, n_threads = {n_threads}: both must be >= 1")
     if workers == 1 or len(calls) <= 1:

@@ -32,3 +32,16 @@ def test_regimes_smoke_reports_every_regime_and_figure() -> None:
         assert 0.0 <= out.metrics[f"{r}_ood_acc"] <= 1.0
     assert {"accuracy_vs_n", "probes_per_layer", "interchange_text_only", "interchange_image_text"} <= set(out.figures)
     assert len(out.checks) == 9
+
+
+def test_regimes_sub_seeds_in_two_processes_equal_one_after_another() -> None:
+    import dataclasses
+
+    exp = registry.get_experiment("vlm_binding.regimes")
+    base = dataclasses.replace(exp.config("smoke"), n_seeds=2)
+    one = exp(base, np.random.default_rng(3)).metrics
+    two = exp(dataclasses.replace(base, workers=2), np.random.default_rng(3)).metrics
+    assert one.keys() == two.keys() and all(np.isclose(one[k], two[k], rtol=0, atol=0, equal_nan=True) for k in one)
+    assert one["encoder_colour_acc_std"] > 0 or one["text-only_ood_acc_std"] > 0  # two distinct sub-seeds
+    with pytest.raises(ValueError, match="workers = 2"):
+        ex.RegimesConfig(workers=2, device="cuda")

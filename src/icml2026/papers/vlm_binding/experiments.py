@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from icml2026.core.config import config, param
 from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
+from icml2026.core.sweep import map_in_processes
 
 from .data import N_IMAGE_TOKENS, Batch, Vocab, image_batch, noise_text_batch, render_scene, sample_task
 from .mechanism import OUTCOMES, interchange_fractions, knockout_profile, probe_layers, sym_pos_ratio
@@ -117,9 +119,13 @@ class NoiseConfig:
     n_objects: int = param(5, 1, 16, help="objects per prompt")
     train_steps: int = param(20, 0, 2000, help="text steps before the comparison (weights need not be random)")
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+    workers: int = param(1, 1, 64, help="processes training the sub-seeds side by side (CPU only; same results)")
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
+        if self.workers > 1 and self.device != "cpu":
+            raise ValueError(f"workers = {self.workers}: side-by-side seeds run on the CPU only (device = "
+                             f"{self.device!r}); use workers = 1 on an accelerator")
         if self.d_model % 4:
             raise ValueError(f"d_model = {self.d_model}: must be a multiple of 4 (n_head = 4)")
 
@@ -210,9 +216,13 @@ class RegimesConfig:
     noise_image: bool = False
     random_encoder: bool = False
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+    workers: int = param(1, 1, 64, help="processes training the sub-seeds side by side (CPU only; same results)")
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
+        if self.workers > 1 and self.device != "cpu":
+            raise ValueError(f"workers = {self.workers}: side-by-side seeds run on the CPU only (device = "
+                             f"{self.device!r}); use workers = 1 on an accelerator")
         if self.d_model % 4:
             raise ValueError(f"d_model = {self.d_model}: must be a multiple of 4 (n_head = 4)")
         if self.n_ood_max <= self.n_id_max:
@@ -230,6 +240,82 @@ def _regime_list(cfg: RegimesConfig) -> tuple[str, ...]:
     if cfg.random_encoder:
         out.append("image-text-random-encoder")
     return tuple(out)
+
+
+def _regime_seed(cfg: RegimesConfig, seed: int, r: np.random.Generator, device: torch.device) -> dict[str, Any]:
+    """One sub-seed of the regimes run: encoder, the regimes' models, their accuracies per N and the mechanism
+    measures of text-only and image-text. Everything is drawn from ``r`` (no global random state), so sub-seeds
+    may run in any process and order."""
+    vocab = Vocab(cfg.n_colours, cfg.n_shapes, cfg.n_items, 16)
+    names = _regime_list(cfg)
+    id_ns = list(range(2, cfg.n_id_max + 1))
+    ood_ns = list(range(cfg.n_id_max + 1, cfg.n_ood_max + 1))
+    sched = Schedule(cfg.steps_text, cfg.steps_image, cfg.steps_mix)
+    model_kwargs = {"n_layer": cfg.n_layer, "d_model": cfg.d_model, "n_head": 4}
+    per_n: dict[str, dict[int, float]] = {}
+    mech: dict[str, dict[str, Any]] = {}
+    rows: list[dict[str, Any]] = []
+    r_enc, r_rand, r_train, r_eval, r_mech = spawn(r, 5)
+    encoder = CellEncoder(32, 16)
+    rep = pretrain_encoder(encoder, vocab, cfg.encoder_steps, r_enc, device=device)
+    enc = (rep.colour_accuracy, rep.shape_accuracy)
+    rand_enc = None
+    if cfg.random_encoder:
+        rand_enc = CellEncoder(32, 16)
+        pretrain_encoder(rand_enc, vocab, 0, r_rand, device=device)  # random init from the seed, never trained
+    n_steps = cfg.steps_text * (1 + int(cfg.noise_image)) + (cfg.steps_image + cfg.steps_mix) * (len(names) - 1)
+    bar = iter(track(range(n_steps), f"regimes seed {seed}", total=n_steps))
+
+    def tick(it: Any = bar) -> None:
+        next(it, None)
+
+    models = train_regimes(
+        names,
+        sched,
+        vocab,
+        encoder,
+        rand_enc,
+        model_kwargs,
+        (2, cfg.n_id_max),
+        cfg.batch_size,
+        cfg.lr,
+        r_train,
+        on_step=tick,
+        device=device,
+    )
+    for _ in bar:  # drain (prints the final progress line)
+        pass
+    eval_sets = {n: sample_batch(cfg.n_eval, (n, n), vocab, r_eval) for n in id_ns + ood_ns}
+    for name in names:
+        acc = {n: float(accuracy(models[name], eval_sets[n], "text", r_eval).mean()) for n in eval_sets}
+        per_n[name] = acc
+        rows.append(
+            {
+                "seed": seed,
+                "regime": name,
+                "id_acc": round(float(np.mean([acc[n] for n in id_ns])), 4),
+                "ood_acc": round(float(np.mean([acc[n] for n in ood_ns])), 4),
+                **{f"N={n}": round(acc[n], 3) for n in id_ns + ood_ns},
+            }
+        )
+    for name in ("text-only", "image-text"):
+        m = models[name]
+        r_i, r_k, r_p = spawn(r_mech, 3)
+        inter = interchange_fractions(m, cfg.n_pairs, (3, cfg.n_id_max) if cfg.n_id_max >= 3 else (3, 3), r_i)
+        ratio, layer = sym_pos_ratio(inter)
+        ko = knockout_profile(m, sample_batch(cfg.n_eval, (2, cfg.n_id_max), vocab, r_k), r_k)
+        pr = probe_layers(m, sample_batch(cfg.n_probe, (2, cfg.n_id_max), vocab, r_p), r_p)
+        flips = inter.fractions[layer]["symbolic"] + inter.fractions[layer]["positional"]
+        mech[name] = {
+            "ratio": ratio,
+            "layer": layer,
+            "flips": flips,
+            "fractions": inter.fractions,
+            "knockout": ko,
+            "probe_slot": pr.slot,
+            "probe_shape": pr.shape,
+        }
+    return {"per_n": per_n, "mech": mech, "enc": enc, "rows": rows}
 
 
 @experiment(
@@ -266,85 +352,30 @@ def _regime_list(cfg: RegimesConfig) -> tuple[str, ...]:
             n_probe=200,
         ),
         "full": RegimesConfig(
-            steps_text=1500, steps_image=300, steps_mix=300, encoder_steps=600, n_eval=100, n_pairs=100, n_probe=300
+            steps_text=1500, steps_image=300, steps_mix=300, encoder_steps=600, n_eval=100, n_pairs=100, n_probe=300,
+            workers=2,
         ),
     },
 )
 def regimes(cfg: RegimesConfig, rng: np.random.Generator) -> Outcome:
     device = resolve_device(cfg.device)
-    vocab = Vocab(cfg.n_colours, cfg.n_shapes, cfg.n_items, 16)
     names = _regime_list(cfg)
     id_ns = list(range(2, cfg.n_id_max + 1))
     ood_ns = list(range(cfg.n_id_max + 1, cfg.n_ood_max + 1))
-    sched = Schedule(cfg.steps_text, cfg.steps_image, cfg.steps_mix)
-    model_kwargs = {"n_layer": cfg.n_layer, "d_model": cfg.d_model, "n_head": 4}
     per_n: dict[str, list[dict[int, float]]] = {r: [] for r in names}
     mech: dict[str, list[dict[str, Any]]] = {"text-only": [], "image-text": []}
     enc_acc: list[tuple[float, float]] = []
     rows: list[dict[str, Any]] = []
-    for seed, r in enumerate(spawn(rng, cfg.n_seeds)):
-        r_enc, r_rand, r_train, r_eval, r_mech = spawn(r, 5)
-        encoder = CellEncoder(32, 16)
-        rep = pretrain_encoder(encoder, vocab, cfg.encoder_steps, r_enc, device=device)
-        enc_acc.append((rep.colour_accuracy, rep.shape_accuracy))
-        rand_enc = None
-        if cfg.random_encoder:
-            rand_enc = CellEncoder(32, 16)
-            pretrain_encoder(rand_enc, vocab, 0, r_rand, device=device)  # random init from the seed, never trained
-        n_steps = cfg.steps_text * (1 + int(cfg.noise_image)) + (cfg.steps_image + cfg.steps_mix) * (len(names) - 1)
-        bar = iter(track(range(n_steps), f"regimes seed {seed}", total=n_steps))
-
-        def tick(it: Any = bar) -> None:
-            next(it, None)
-
-        models = train_regimes(
-            names,
-            sched,
-            vocab,
-            encoder,
-            rand_enc,
-            model_kwargs,
-            (2, cfg.n_id_max),
-            cfg.batch_size,
-            cfg.lr,
-            r_train,
-            on_step=tick,
-            device=device,
-        )
-        for _ in bar:  # drain (prints the final progress line)
-            pass
-        eval_sets = {n: sample_batch(cfg.n_eval, (n, n), vocab, r_eval) for n in id_ns + ood_ns}
+    calls = [(_regime_seed, (cfg, seed, r, device)) for seed, r in enumerate(spawn(rng, cfg.n_seeds))]
+    if cfg.workers > 1:
+        print(f"[regimes] {len(calls)} seeds in {min(cfg.workers, len(calls))} processes", file=sys.stderr, flush=True)
+    for res in map_in_processes(calls, cfg.workers):
         for name in names:
-            acc = {n: float(accuracy(models[name], eval_sets[n], "text", r_eval).mean()) for n in eval_sets}
-            per_n[name].append(acc)
-            rows.append(
-                {
-                    "seed": seed,
-                    "regime": name,
-                    "id_acc": round(float(np.mean([acc[n] for n in id_ns])), 4),
-                    "ood_acc": round(float(np.mean([acc[n] for n in ood_ns])), 4),
-                    **{f"N={n}": round(acc[n], 3) for n in id_ns + ood_ns},
-                }
-            )
+            per_n[name].append(res["per_n"][name])
         for name in mech:
-            m = models[name]
-            r_i, r_k, r_p = spawn(r_mech, 3)
-            inter = interchange_fractions(m, cfg.n_pairs, (3, cfg.n_id_max) if cfg.n_id_max >= 3 else (3, 3), r_i)
-            ratio, layer = sym_pos_ratio(inter)
-            ko = knockout_profile(m, sample_batch(cfg.n_eval, (2, cfg.n_id_max), vocab, r_k), r_k)
-            pr = probe_layers(m, sample_batch(cfg.n_probe, (2, cfg.n_id_max), vocab, r_p), r_p)
-            flips = inter.fractions[layer]["symbolic"] + inter.fractions[layer]["positional"]
-            mech[name].append(
-                {
-                    "ratio": ratio,
-                    "layer": layer,
-                    "flips": flips,
-                    "fractions": inter.fractions,
-                    "knockout": ko,
-                    "probe_slot": pr.slot,
-                    "probe_shape": pr.shape,
-                }
-            )
+            mech[name].append(res["mech"][name])
+        enc_acc.append(res["enc"])
+        rows.extend(res["rows"])
     metrics: dict[str, float] = {}
 
     def put(key: str, vals: list[float]) -> None:
