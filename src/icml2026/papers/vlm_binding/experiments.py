@@ -193,8 +193,9 @@ def noise_control(cfg: NoiseConfig, rng: np.random.Generator) -> Outcome:
 class RegimesConfig:
     """Sizes of the regimes run (brief values in the help; CPU-scale defaults, see the card's deviations)."""
 
-    # Deviation: every size below is smaller than the brief's (3 layers, d=64, C=S=I=16, ID N<=5, OOD N<=10,
-    # batch 32, lr 2e-3, 1500/300/300 steps in `full`): the brief's scale is ~1.5 h per regime on a free core.
+    # Deviation: the model and task sizes below are smaller than the brief's (3 layers, d=64, C=S=I=16, ID N<=5,
+    # OOD N<=10, batch 32, lr 2e-3; `full` keeps the brief's 8000/4000/4000 stage lengths): the brief's model
+    # at batch 128 is ~1.5 h per regime on a free core.
 
     n_seeds: int = param(3, 1, 10, help="independent seeds (model init and data)")
     n_layer: int = param(3, 1, 8, help="layers (brief 4, paper 12)")
