@@ -350,6 +350,10 @@ def _regime_seed(cfg: RegimesConfig, seed: int, r: np.random.Generator, device: 
             encoder_steps=300,
             n_eval=150,
             n_pairs=60,
+            # regime 5 and the random-encoder ablation of the brief, cheap at this size; off in `full`, where they
+            # would take the run from 33 to about 60 min on 2 cores (turn them on with --set)
+            noise_image=True,
+            random_encoder=True,
             n_probe=200,
         ),
         # the brief's stage lengths (8k + 4k + 4k steps; at batch 32, not 128): 1500/300/300 left the text-only
