@@ -31,7 +31,9 @@ def test_regimes_smoke_reports_every_regime_and_figure() -> None:
     for r in ("text-only", "text-long", "image-text", "noise-text"):
         assert 0.0 <= out.metrics[f"{r}_ood_acc"] <= 1.0
     assert {"accuracy_vs_n", "probes_per_layer", "interchange_text_only", "interchange_image_text"} <= set(out.figures)
-    assert len(out.checks) == 9
+    # the ID guard gates the comparisons: alone when it fails (the smoke model learns nothing), else with all 8
+    assert out.checks[0].name == "text_only_id_acc"
+    assert len(out.checks) == (9 if out.checks[0].passed else 1)
 
 
 def test_regimes_sub_seeds_in_two_processes_equal_one_after_another() -> None:
