@@ -123,3 +123,25 @@ def test_cache_round_trip_and_corruption_is_rebuilt(tmp_path: Path) -> None:
     got = cached_episodes(key, build, tmp_path)
     assert len(calls) == 2  # detected and rebuilt, never silently used
     np.testing.assert_array_equal(got[0].ego, eps[0].ego)
+
+
+def test_vehicle_numbers_are_not_reused_when_a_vehicle_is_freed() -> None:
+    # CPython hands a freed object's address to the next one of its size; numbering by id() alone gave the new
+    # vehicle the freed one's number (and which one depended on the allocator, so runs of a seed differed)
+    from icml2026.papers.deepsight.data import _log_vehicles
+
+    class Car:
+        LENGTH, WIDTH, heading, speed = 5.0, 2.0, 0.0, 20.0
+
+        def __init__(self, x: float) -> None:
+            self.position = np.array([x, 0.0])
+
+    class Road:
+        def __init__(self, vehicles: list) -> None:
+            self.vehicles = vehicles
+
+    ego = Car(0.0)
+    ids: dict = {}
+    _log_vehicles(Road([ego, Car(10.0), Car(20.0)]), ego, ids)  # the two cars are freed after this call
+    rows = _log_vehicles(Road([ego, Car(10.0), Car(20.0)]), ego, ids)
+    assert sorted(rows[:2, 0].tolist()) == [2.0, 3.0]  # new cars, new numbers

@@ -119,12 +119,14 @@ def make_env(seed: int, n_vehicles: int = 20, lanes_count: int = 3) -> Any:
     return env
 
 
-def _log_vehicles(road: Any, ego: Any, ids: dict[int, int]) -> np.ndarray:
+def _log_vehicles(road: Any, ego: Any, ids: dict[int, tuple[int, Any]]) -> np.ndarray:
     out = np.full((V_MAX, _V_COLS), -1.0)
     others = [v for v in road.vehicles if v is not ego]
     others.sort(key=lambda v: float(np.linalg.norm(v.position - ego.position)))
     for j, v in enumerate(others[:V_MAX]):
-        vid = ids.setdefault(id(v), len(ids))
+        # the vehicle is kept alive beside its number: a freed vehicle's id() can be reused by a new one, which
+        # then inherited the old number, depending on the allocator (runs of one seed differed between processes)
+        vid = ids.setdefault(id(v), (len(ids), v))[0]
         out[j] = (vid, v.position[0], v.position[1], v.heading, v.speed, v.LENGTH, v.WIDTH)
     return out
 
@@ -192,7 +194,7 @@ def simulate_episode(
     ego.target_speed = float(rng.uniform(24.0, 30.0))
     road.vehicles[road.vehicles.index(ego0)] = ego
     u.controlled_vehicles = [ego]
-    ids: dict[int, int] = {}
+    ids: dict[int, tuple[int, Any]] = {}
     lanes, lines = _lanes(road)
     t_event = int(rng.integers(3, 8)) if event_step is None else int(event_step)
     kind = "none"
@@ -573,7 +575,7 @@ class CacheError(RuntimeError):
     """A cached episode file is corrupt or from another format."""
 
 
-_FORMAT = 1
+_FORMAT = 2  # 2: vehicle numbers no longer reused through id() (format-1 caches are rebuilt)
 
 
 def save_episodes(episodes: list[Episode], path: Path) -> None:
