@@ -6,6 +6,8 @@ global random state; independent streams come from ``SeedSequence.spawn``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -13,7 +15,7 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-__all__ = ["make_rng", "spawn", "torch_generator"]
+__all__ = ["make_rng", "spawn", "torch_generator", "torch_seeded"]
 
 
 def make_rng(seed: int) -> np.random.Generator:
@@ -37,3 +39,15 @@ def torch_generator(rng: np.random.Generator) -> torch.Generator:
     g = torch.Generator()
     g.manual_seed(int(rng.integers(0, 2**63 - 1)))
     return g
+
+
+@contextmanager
+def torch_seeded(rng: np.random.Generator) -> Iterator[None]:
+    """Inside the block torch's global CPU generator is seeded from ``rng`` (one draw); outside it is left as
+    it was. For code that draws from the global generator and takes none (``nn.Module`` initialisers), so that
+    what it builds depends on ``rng`` alone, not on what ran before in the process."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(rng.integers(0, 2**63 - 1)))
+        yield

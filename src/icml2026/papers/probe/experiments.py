@@ -7,6 +7,7 @@ The pipeline is split so that no unseen-generator image can reach training or mo
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -18,6 +19,8 @@ from icml2026.core.config import config, param
 from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
+from icml2026.core.rng import torch_seeded
+from icml2026.core.sweep import map_in_processes
 
 from .baselines import (
     cnnspot_augment,
@@ -72,9 +75,15 @@ class HeadlineConfig:
     pgd_eps: float = param(8 / 255, 0.0, 1.0, help="B2 L_inf radius on [-1, 1] (brief: 4/255 on [0, 1])")
     latent_lr: float = param(0.05, 1e-5, 10.0, help="B5 Adam step on the latent")
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+    workers: int = param(1, 1, 64, help="processes running the sub-seeds side by side (CPU only; same results)")
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
+        if self.workers > 1 and self.device != "cpu":
+            raise ValueError(
+                f"workers = {self.workers}: side-by-side sub-seeds run on the CPU only (device = "
+                f"{self.device!r}); use workers = 1 on an accelerator"
+            )
         if self.dump_every > self.n_updates:
             raise ValueError(f"dump_every = {self.dump_every}: must be <= n_updates = {self.n_updates}")
         if self.grad_steps > self.ddim_steps:
@@ -101,9 +110,11 @@ class HeadlineConfig:
 
 def train_seen(real_train: np.ndarray, cfg: HeadlineConfig, rng: np.random.Generator) -> DiffusionGenerator:
     """The seen generator: a DDPM with the attention UNet, DDIM sampling (built on the CPU, moved to cfg.device)."""
-    unet = seen_unet(real_train.shape[2], real_train.shape[1]).to(cfg.device)
+    r_init, r_fit = spawn(rng, 2)
+    with torch_seeded(r_init):  # the UNet's initial weights from the run's stream, not the process's history
+        unet = seen_unet(real_train.shape[2], real_train.shape[1]).to(cfg.device)
     gen = DiffusionGenerator(unet, "ddim", cfg.ddim_steps)
-    return gen.fit(real_train, rng, n_steps=cfg.ddpm_steps, batch_size=64)
+    return gen.fit(real_train, r_fit, n_steps=cfg.ddpm_steps, batch_size=64)
 
 
 def train_unseen_zoo(
@@ -113,14 +124,21 @@ def train_unseen_zoo(
     s, c = real_train.shape[2], real_train.shape[1]
     r = spawn(rng, 5)
     steps, dev = cfg.zoo_steps, cfg.device
-    ddpm2 = DiffusionGenerator(unseen_unet(s, c).to(dev), "ddpm", 40)
+    # every network's initial weights come from its own stream (torch_seeded), not from the process's history
+    with torch_seeded(r[2]):
+        ddpm2 = DiffusionGenerator(unseen_unet(s, c).to(dev), "ddpm", 40)
     ddpm2.fit(real_train, r[2], n_steps=steps, batch_size=64)
-    ae = AEReconstructor(s, c, device=dev).fit(real_train, r[3], n_steps=steps).set_sources(real_test)
+    with torch_seeded(r[3]):
+        ae = AEReconstructor(s, c, device=dev)
+    with torch_seeded(r[0]):
+        vae = VAEGenerator(s, c, device=dev)
+    with torch_seeded(r[1]):
+        dcgan = DCGANGenerator(s, c, device=dev)
     return {
-        "vae": VAEGenerator(s, c, device=dev).fit(real_train, r[0], n_steps=steps),
-        "dcgan": DCGANGenerator(s, c, device=dev).fit(real_train, r[1], n_steps=steps),
+        "vae": vae.fit(real_train, r[0], n_steps=steps),
+        "dcgan": dcgan.fit(real_train, r[1], n_steps=steps),
         "ddpm2": ddpm2,
-        "ae_recon": ae,
+        "ae_recon": ae.fit(real_train, r[3], n_steps=steps).set_sources(real_test),
         "pca_gauss": PCAGaussianGenerator().fit(real_train, r[4]),
     }
 
@@ -218,6 +236,73 @@ def _agg(vals: list[float]) -> tuple[float, float, float, float]:
     return float(a.mean()), float(a.std()), float(a.min()), float(a.max())
 
 
+def _train_seen_of(cfg: HeadlineConfig, rng: np.random.Generator) -> DiffusionGenerator:
+    return train_seen(load_reals(cfg.dataset, cfg.size)[0], cfg, rng)
+
+
+def _train_zoo_of(cfg: HeadlineConfig, rng: np.random.Generator) -> dict[str, Any]:
+    return train_unseen_zoo(*load_reals(cfg.dataset, cfg.size), cfg, rng)
+
+
+def _sub_seed(
+    cfg: HeadlineConfig, s: int, r: np.random.Generator, shared: tuple[DiffusionGenerator, dict[str, Any]] | None
+) -> dict[str, Any]:
+    """One sub-seed: (the zoo unless shared,) B0-B5 and PROBE, their evaluation and the buffer diagnostics.
+
+    Module-level so that sub-seeds can run in separate processes: everything random comes from ``r``, so the
+    values do not depend on where or in which order the sub-seeds run."""
+    real_tr, real_te = load_reals(cfg.dataset, cfg.size)
+    r_seen, r_zoo, r_fit, r_eval, r_diag = spawn(r, 5)
+    if shared is None:
+        seen, zoo = train_seen(real_tr, cfg, r_seen), train_unseen_zoo(real_tr, real_te, cfg, r_zoo)
+    else:
+        seen, zoo = shared
+    fit = fit_methods(real_tr, seen, cfg, r_fit)  # no unseen generator in here
+    bacc = evaluate_methods(fit, real_te, {"seen": seen, **zoo}, cfg.n_eval, r_eval)
+    val: dict[str, float] = {}
+    rows: list[dict[str, Any]] = []
+    # criterion 1: hardness and realism of every buffer, against standard seen samples
+    b0 = fit.detectors["B0"]
+    std = seen.sample(len(fit.buffers["PROBE"]), r_diag)
+    fd_std = realism_distance(real_te, std)
+    val["frozen_acc_standard"] = float((b0.predict_proba(std) > 0.5).mean())
+    val["fd_standard"] = fd_std
+    for m, buf in fit.buffers.items():
+        fd = realism_distance(real_te, buf)
+        val[f"frozen_acc_{m}"] = float((b0.predict_proba(buf) > 0.5).mean())
+        val[f"fd_{m}"], val[f"fd_ratio_{m}"] = fd, fd / fd_std
+    val["lora_norm_final"] = float(np.mean(fit.probe_norms[-1:]))
+    for m in METHODS:
+        unseen_mean = float(np.mean([bacc[m][g] for g in UNSEEN]))
+        val[f"bacc_unseen_{m}"], val[f"bacc_seen_{m}"] = unseen_mean, float(bacc[m]["seen"])
+        for g in UNSEEN:
+            val[f"bacc_{g}_{m}"] = float(bacc[m][g])
+        rows.append(
+            {
+                "seed": s,
+                "method": m,
+                "seen": round(bacc[m]["seen"], 4),
+                "unseen_mean": round(unseen_mean, 4),
+                **{g: round(bacc[m][g], 4) for g in UNSEEN},
+            }
+        )
+    val["probe_minus_b0"] = val["bacc_unseen_PROBE"] - val["bacc_unseen_B0"]
+    val["probe_minus_b1"] = val["bacc_unseen_PROBE"] - val["bacc_unseen_B1"]
+    for m in ("B2", "B3", "B4", "B5"):
+        val[f"probe_minus_{m.lower()}"] = val["bacc_unseen_PROBE"] - val[f"bacc_unseen_{m}"]
+    val["seen_drop"] = val["bacc_seen_B0"] - val["bacc_seen_PROBE"]
+    grid: dict[str, np.ndarray] = {}
+    if s == 0:
+        g_r = spawn(r_diag, len(zoo))
+        grid = {
+            "real": real_te[:: max(1, len(real_te) // 8)][:8],
+            "seen DDPM": std[:8],
+            "PROBE buffer": fit.buffers["PROBE"][-8:],
+            **{k: gen.sample(8, rg) for (k, gen), rg in zip(zoo.items(), g_r, strict=True)},
+        }
+    return {"values": val, "rows": rows, "grid": grid}
+
+
 @experiment(
     "probe.headline",
     claim="Retraining the detector on the PROBE buffer (LoRA-steered, realistic fakes the frozen detector "
@@ -253,77 +338,39 @@ def _agg(vals: list[float]) -> tuple[float, float, float, float]:
             n_real=2048,
             n_seen=512,
             det_epochs=3,
-            n_eval=800,
+            n_eval=400,
             n_restarts=2,
             n_updates=20,
             dump_every=5,
             n_dump=32,
             batch_size=16,
+            refine_epochs=1,
+            workers=2,
         ),
-        "full": HeadlineConfig(),
+        # one process per sub-seed (each trains its own zoo): ~16 CPU-minutes each at 16x16
+        "full": HeadlineConfig(workers=3),
     },
 )
 def headline(cfg: HeadlineConfig, rng: np.random.Generator) -> Outcome:
     resolve_device(cfg.device)  # a device this machine lacks stops the run here; the helpers build on cfg.device
-    real_tr, real_te = load_reals(cfg.dataset, cfg.size)
     r_seen0, r_zoo0, r_seeds = spawn(rng, 3)
-    shared = (
-        (train_seen(real_tr, cfg, r_seen0), train_unseen_zoo(real_tr, real_te, cfg, r_zoo0)) if cfg.share_zoo else None
-    )
+    shared = None
+    if cfg.share_zoo:  # the seen DDPM and the zoo side by side (each call carries its own generator)
+        seen0, zoo0 = map_in_processes([(_train_seen_of, (cfg, r_seen0)), (_train_zoo_of, (cfg, r_zoo0))], cfg.workers)
+        shared = (seen0, zoo0)
+    calls = [(_sub_seed, (cfg, s, r, shared)) for s, r in enumerate(spawn(r_seeds, cfg.n_seeds))]
+    if cfg.workers > 1:
+        print(
+            f"[probe] {len(calls)} sub-seeds in {min(cfg.workers, len(calls))} processes", file=sys.stderr, flush=True
+        )
     per: dict[str, list[float]] = {}
     rows: list[dict[str, Any]] = []
     grid: dict[str, np.ndarray] = {}
-
-    def put(k: str, v: float) -> None:
-        per.setdefault(k, []).append(float(v))
-
-    for s, r in enumerate(track(spawn(r_seeds, cfg.n_seeds), "probe seeds", total=cfg.n_seeds)):
-        r_seen, r_zoo, r_fit, r_eval, r_diag = spawn(r, 5)
-        if shared is None:
-            seen, zoo = train_seen(real_tr, cfg, r_seen), train_unseen_zoo(real_tr, real_te, cfg, r_zoo)
-        else:
-            seen, zoo = shared
-        fit = fit_methods(real_tr, seen, cfg, r_fit)  # no unseen generator in here
-        bacc = evaluate_methods(fit, real_te, {"seen": seen, **zoo}, cfg.n_eval, r_eval)
-        # criterion 1: hardness and realism of every buffer, against standard seen samples
-        b0 = fit.detectors["B0"]
-        std = seen.sample(len(fit.buffers["PROBE"]), r_diag)
-        fd_std = realism_distance(real_te, std)
-        put("frozen_acc_standard", float((b0.predict_proba(std) > 0.5).mean()))
-        put("fd_standard", fd_std)
-        for m, buf in fit.buffers.items():
-            put(f"frozen_acc_{m}", float((b0.predict_proba(buf) > 0.5).mean()))
-            put(f"fd_{m}", realism_distance(real_te, buf))
-            put(f"fd_ratio_{m}", realism_distance(real_te, buf) / fd_std)
-        put("lora_norm_final", float(np.mean(fit.probe_norms[-1:])))
-        for m in METHODS:
-            unseen_mean = float(np.mean([bacc[m][g] for g in UNSEEN]))
-            put(f"bacc_unseen_{m}", unseen_mean)
-            put(f"bacc_seen_{m}", bacc[m]["seen"])
-            for g in UNSEEN:
-                put(f"bacc_{g}_{m}", bacc[m][g])
-            rows.append(
-                {
-                    "seed": s,
-                    "method": m,
-                    "seen": round(bacc[m]["seen"], 4),
-                    "unseen_mean": round(unseen_mean, 4),
-                    **{g: round(bacc[m][g], 4) for g in UNSEEN},
-                }
-            )
-        put("probe_minus_b0", per["bacc_unseen_PROBE"][-1] - per["bacc_unseen_B0"][-1])
-        put("probe_minus_b1", per["bacc_unseen_PROBE"][-1] - per["bacc_unseen_B1"][-1])
-        for m in ("B2", "B3", "B4", "B5"):
-            put(f"probe_minus_{m.lower()}", per["bacc_unseen_PROBE"][-1] - per[f"bacc_unseen_{m}"][-1])
-        put("seen_drop", per["bacc_seen_B0"][-1] - per["bacc_seen_PROBE"][-1])
-        if s == 0:
-            g_r = spawn(r_diag, len(zoo))
-            grid = {
-                "real": real_te[:: max(1, len(real_te) // 8)][:8],
-                "seen DDPM": std[:8],
-                "PROBE buffer": fit.buffers["PROBE"][-8:],
-                **{k: gen.sample(8, rg) for (k, gen), rg in zip(zoo.items(), g_r, strict=True)},
-            }
+    for res in map_in_processes(calls, cfg.workers):
+        for k, v in res["values"].items():
+            per.setdefault(k, []).append(v)
+        rows.extend(res["rows"])
+        grid = grid or res["grid"]
     metrics: dict[str, float] = {}
     for k, v in per.items():
         metrics[k], metrics[f"{k}_std"], metrics[f"{k}_min"], metrics[f"{k}_max"] = _agg(v)
@@ -411,7 +458,9 @@ def lambda_limit(cfg: LimitConfig, rng: np.random.Generator) -> Outcome:
     for r in track(spawn(rng, cfg.n_seeds), "lambda-limit seeds", total=cfg.n_seeds):
         r_g, r_f, r_d, r_p = spawn(r, 4)
         real = real_tr[r_g.choice(len(real_tr), 1024, replace=False)]
-        gen = DiffusionGenerator(seen_unet(8, 3).to(device), "ddim", 6).fit(real, r_g, n_steps=cfg.ddpm_steps)
+        with torch_seeded(r_g):
+            unet = seen_unet(8, 3).to(device)
+        gen = DiffusionGenerator(unet, "ddim", 6).fit(real, r_g, n_steps=cfg.ddpm_steps)
         det = Detector(epochs=1, device=device).fit(real[:256], gen.sample(256, r_f), r_d)
         unet0 = {k: v.clone() for k, v in gen.unet.state_dict().items()}
         det0 = {k: v.clone() for k, v in det.net_.state_dict().items()}
