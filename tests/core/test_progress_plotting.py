@@ -38,3 +38,25 @@ def test_rng_streams() -> None:
     for bad in (-1, 1.5, True, "0"):
         with pytest.raises(ValueError, match="non-negative integer"):
             make_rng(bad)  # type: ignore[arg-type]
+
+
+def test_torch_seeded_makes_module_init_depend_on_the_stream_alone() -> None:
+    """Would fail if the global generator were not seeded from the stream (weights then follow whatever ran
+    before in the process) or not restored afterwards (code after the block would see a changed stream)."""
+    import torch
+
+    from icml2026.core.rng import torch_seeded
+
+    def build(burn: int) -> torch.Tensor:
+        torch.randn(burn)  # a different history of the process's global generator
+        with torch_seeded(make_rng(5)):
+            return torch.nn.Linear(4, 3).weight.detach().clone()
+
+    assert torch.equal(build(0), build(17))
+    with torch_seeded(make_rng(6)):
+        other = torch.nn.Linear(4, 3).weight
+    assert not torch.equal(build(0), other)
+    state = torch.random.get_rng_state()
+    with torch_seeded(make_rng(5)):
+        torch.randn(10)
+    assert torch.equal(torch.random.get_rng_state(), state)

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from icml2026.core import spawn, torch_generator
+from icml2026.core.progress import track
 from icml2026.core.validate import finite_number, positive_int
 
 from .detector import Detector
@@ -246,7 +247,8 @@ def probe_generator(
             opt = torch.optim.Adam(params, lr=cfg.lr)
             b_factors = [p for n, p in lora.named_parameters() if "lora_B" in n]
             shrink = 1.0 / (1.0 + 2.0 * cfg.lr * cfg.lam * cfg.prox)
-            for u in range(1, cfg.n_updates + 1):
+            steps = range(1, cfg.n_updates + 1)
+            for u in track(steps, f"PROBE stage 1, restart {restart + 1}/{cfg.n_restarts} (updates)", total=len(steps)):
                 x_T = generator.noise(cfg.batch_size, r_noise)
                 with torch.no_grad():
                     x0_base = generator.denoise(x_T, base_unet)
