@@ -133,3 +133,45 @@ def test_bad_configs_and_obs_are_refused() -> None:
         c.plan({"kin": np.full((15, 28), np.nan), "ego": np.zeros(14)})
     with pytest.raises(ValueError, match="variant A"):
         c.predict_latents(_batch(1, c.cfg))
+
+
+def test_encoder_pretraining_depends_on_its_stream_alone() -> None:
+    """DINOv3's RoPE rescaling draws from torch's global generator in train mode. Would fail if pre-training
+    left those draws to the global generator: the encoder would then follow what ran before in the process."""
+    from icml2026.papers.deepsight.training import pretrain_encoder
+
+    frames = np.random.default_rng(0).integers(0, 255, (16, 3, 32, 32), dtype=np.uint8)
+
+    def weights(burn: int) -> torch.Tensor:
+        torch.randn(burn)  # another history of the global generator
+        enc = pretrain_encoder(frames, np.random.default_rng(3), n_steps=3, batch=4, patch_size=16)
+        return torch.cat([p.detach().flatten() for p in enc.parameters()])
+
+    assert torch.equal(weights(0), weights(11))
+
+
+def test_sub_seeds_give_the_same_numbers_in_any_process() -> None:
+    """world_model with workers = 2 runs its sub-seeds in fresh processes; the numbers must equal the
+    in-process run's (fails when anything draws from process-global state: measured before the encoder fix)."""
+    import dataclasses
+
+    from icml2026.core import make_rng
+    from icml2026.core.registry import get_experiment
+    from icml2026.papers.deepsight import experiments as exps
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the workers' thread count, so even the float order is the same
+    try:
+        base = dataclasses.replace(get_experiment("deepsight.world_model").config("smoke"), n_seeds=2)
+        one = exps.world_model(dataclasses.replace(base, workers=1), make_rng(4))
+        two = exps.world_model(dataclasses.replace(base, workers=2), make_rng(4))
+    finally:
+        torch.set_num_threads(threads)
+    assert one.metrics == two.metrics and one.tables == two.tables
+
+
+def test_workers_refused_off_the_cpu() -> None:
+    from icml2026.papers.deepsight.experiments import DriveConfig
+
+    with pytest.raises(ValueError, match="CPU only"):
+        DriveConfig(workers=2, device="cuda")

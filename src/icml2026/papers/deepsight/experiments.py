@@ -47,9 +47,15 @@ class DriveConfig:
     n_boot: int = param(1000, 10, 10000, help="bootstrap resamples for the 95% intervals")
     cache: Literal["on", "off"] = "on"
     device: str = param("cpu", help="torch device of the encoder and planners: cpu, cuda, cuda:<n>, mps (--device)")
+    workers: int = param(1, 1, 64, help="processes running the sub-seeds side by side (CPU only; same results)")
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
+        if self.workers > 1 and self.device != "cpu":
+            raise ValueError(
+                f"workers = {self.workers}: side-by-side sub-seeds run on the CPU only (device = "
+                f"{self.device!r}); use workers = 1 on an accelerator"
+            )
 
 
 def _smoke() -> DriveConfig:
@@ -84,7 +90,13 @@ def _quick() -> DriveConfig:
         n_eval=10,
         eval_steps=20,
         n_boot=300,
+        workers=2,
     )
+
+
+def _full() -> DriveConfig:
+    # the brief's sizes; one process per training sub-seed (3 on 2 cores: ~41 CPU-minutes per experiment)
+    return DriveConfig(workers=3)
 
 
 def _quick_cot() -> DriveConfig:
@@ -312,44 +324,42 @@ def _dummy_batch(kin: Any, ego: Any) -> Any:
     return PlannerBatch(kin, ego, torch.ones(b, dtype=torch.bool), think, torch.full((b,), 3), torch.zeros(b, 4, 2))
 
 
-# --------------------------------------------------------------------------------------------------
-@experiment(
-    "deepsight.world_model",
-    claim="Predicting five future BEV latents in parallel forecasts beyond persistence (cosine at t+2 s >= "
-    "persistence + 0.05) and lowers open-loop L2@2s by >= 5% against no world model and not above one frame; "
-    "closed-loop collision rate and DS-analogue of A/B/C/D are reported with 95% bootstrap intervals.",
-    presets={"smoke": _smoke(), "quick": _quick(), "full": DriveConfig()},
-)
-def world_model(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
-    from .closed_loop import bootstrap_ci, closed_loop
-    from .training import open_loop_eval
+def _map_seeds(calls: list[Any], workers: int, what: str) -> list[Any]:
+    """The sub-seed calls, in ``workers`` processes when > 1 (results in call order, identical for any count)."""
+    import sys
+
+    from icml2026.core.sweep import map_in_processes
+
+    if workers > 1 and len(calls) > 1:
+        print(f"[{what}] {len(calls)} sub-seeds in {min(workers, len(calls))} processes", file=sys.stderr, flush=True)
+    return map_in_processes(calls, workers)
+
+
+def _world_model_seed(cfg: DriveConfig, prep: _Prepared, s: int, seed_rng: np.random.Generator) -> dict[str, Any]:
+    """Sub-seed ``s`` of world_model: encoder, then A, B, C (and D when s == 0), each trained, evaluated open
+    and closed loop. Module-level so that sub-seeds can run in separate processes; all randomness from
+    ``seed_rng`` (the variants of a sub-seed share one training stream: paired comparisons)."""
+    from .closed_loop import closed_loop
+    from .training import _cos, frame_index, open_loop_eval
 
     device = resolve_device(cfg.device)
-    prep = _prepare(cfg)
-    per: dict[str, list[float]] = {}
+    r_enc, r_train = spawn(seed_rng, 2)
+    lat = _encode(cfg, prep, r_enc, device)
+    train_seed = int(r_train.integers(0, 2**31 - 1))
+    values: list[tuple[str, float]] = []
     rows: list[dict[str, Any]] = []
-    cl_all: dict[str, list[Any]] = {}
+    cls: list[tuple[str, Any]] = []
     example: dict[str, Any] = {}
-    seeds = spawn(rng, cfg.n_seeds)
-    r_boot = spawn(rng, 1)[0]
 
     def put(k: str, v: float) -> None:
-        per.setdefault(k, []).append(float(v))
+        values.append((k, float(v)))
 
-    jobs = [(s, v) for s in range(cfg.n_seeds) for v in ("A", "B", "C", "D") if v != "D" or s == 0]
-    lat = None
-    cur = -1
-    for s, v in track(jobs, "world_model variants", total=len(jobs)):
-        if s != cur:
-            r_enc, r_train = spawn(seeds[s], 2)
-            lat = _encode(cfg, prep, r_enc, device)
-            train_seed = int(r_train.integers(0, 2**31 - 1))
-            cur = s
-        assert lat is not None
+    variants = ("A", "B", "C", "D") if s == 0 else ("A", "B", "C")
+    for v in track(variants, f"world_model sub-seed {s} variants", total=len(variants)):
         planner = _train(cfg, v, prep, lat, train_seed, device)
         ol = open_loop_eval(planner, prep.val, lat.val)
         cl = closed_loop(planner, prep.eval_seeds, n_steps=cfg.eval_steps, expert=prep.experts)
-        cl_all.setdefault(v, []).append(cl)
+        cls.append((v, cl))
         put(f"{v}_l2_1s", ol.l2_1s.mean())
         put(f"{v}_l2_2s", ol.l2_2s.mean())
         put(f"{v}_collision_rate", cl.collision_rate)
@@ -368,8 +378,6 @@ def world_model(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
             row["cos_last"] = round(float(ol.cos[:, -1].mean()), 3)
             row["cos_persist_gt_last"] = round(float(ol.cos_persist[:, -1].mean()), 3)
             if v == "C":
-                from .training import _cos, frame_index
-
                 tgt = lat.val[:, frame_index("C")]
                 assert ol.pred_latents is not None
                 own = _cos(np.repeat(ol.pred_latents[:, :1], tgt.shape[1], 1), tgt)
@@ -385,6 +393,37 @@ def world_model(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
                 if s == 0:
                     example = {"pred": ol.pred_latents, "lat": lat.val}
         rows.append(row)
+    return {"values": values, "closed_loop": cls, "rows": rows, "example": example}
+
+
+# --------------------------------------------------------------------------------------------------
+@experiment(
+    "deepsight.world_model",
+    claim="Predicting five future BEV latents in parallel forecasts beyond persistence (cosine at t+2 s >= "
+    "persistence + 0.05) and lowers open-loop L2@2s by >= 5% against no world model and not above one frame; "
+    "closed-loop collision rate and DS-analogue of A/B/C/D are reported with 95% bootstrap intervals.",
+    presets={"smoke": _smoke(), "quick": _quick(), "full": _full()},
+)
+def world_model(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
+    from .closed_loop import bootstrap_ci
+
+    resolve_device(cfg.device)
+    prep = _prepare(cfg)
+    per: dict[str, list[float]] = {}
+    rows: list[dict[str, Any]] = []
+    cl_all: dict[str, list[Any]] = {}
+    example: dict[str, Any] = {}
+    seeds = spawn(rng, cfg.n_seeds)
+    r_boot = spawn(rng, 1)[0]
+    # one call per training sub-seed (its encoder, then its variants; D on the first only), longest first
+    calls = [(_world_model_seed, (cfg, prep, s, seeds[s])) for s in range(cfg.n_seeds)]
+    for res in _map_seeds(calls, cfg.workers, "world_model"):
+        for k, v in res["values"]:
+            per.setdefault(k, []).append(v)
+        for v, cl in res["closed_loop"]:
+            cl_all.setdefault(v, []).append(cl)
+        rows.extend(res["rows"])
+        example = example or res["example"]
     metrics: dict[str, float] = {}
     for k, vals in per.items():
         metrics[k], metrics[f"{k}_min"], metrics[f"{k}_max"] = _stats(vals)
@@ -481,41 +520,26 @@ def _trajectory_figure(results: dict[str, Any]) -> Any:
     return fig
 
 
-# --------------------------------------------------------------------------------------------------
-@experiment(
-    "deepsight.adaptive_cot",
-    claim="Adaptive CoT (F: 'easy' on simple scenes, long reasoning on hard ones) emits <= 35% of the "
-    "reasoning tokens of always-long CoT (E) per step while its DS-analogue on long-tail episodes stays "
-    ">= E - 2 points.",
-    presets={"smoke": _smoke(), "quick": _quick_cot(), "full": DriveConfig()},
-)
-def adaptive_cot(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
-    from .closed_loop import bootstrap_ci, closed_loop, eval_event
+def _adaptive_cot_seed(cfg: DriveConfig, prep: _Prepared, s: int, seed_rng: np.random.Generator) -> dict[str, Any]:
+    """Sub-seed ``s`` of adaptive_cot: encoder, then E (always-long CoT) and F (adaptive), each trained and
+    evaluated open and closed loop (module-level: it can run in its own process)."""
+    from .closed_loop import closed_loop, eval_event
     from .training import open_loop_eval
 
     device = resolve_device(cfg.device)
-    prep = _prepare(cfg)
-    per: dict[str, list[float]] = {}
+    lt_seeds = [e for e in prep.eval_seeds if eval_event(e) != "none"] or prep.eval_seeds[:1]
+    r_enc, r_train = spawn(seed_rng, 2)
+    lat = _encode(cfg, prep, r_enc, device)
+    train_seed = int(r_train.integers(0, 2**31 - 1))
+    values: list[tuple[str, float]] = []
     rows: list[dict[str, Any]] = []
-    lt_seeds = [s for s in prep.eval_seeds if eval_event(s) != "none"] or prep.eval_seeds[:1]
-    r_boot = spawn(rng, 1)[0]
-    ds_lt: dict[str, list[np.ndarray]] = {}
-    jobs = [(s, v) for s in range(cfg.n_seeds) for v in ("E", "F")]
-    seeds = spawn(rng, cfg.n_seeds)
-    lat = None
-    cur = -1
-    for s, v in track(jobs, "adaptive_cot variants", total=len(jobs)):
-        if s != cur:
-            r_enc, r_train = spawn(seeds[s], 2)
-            lat = _encode(cfg, prep, r_enc, device)
-            train_seed = int(r_train.integers(0, 2**31 - 1))
-            cur = s
-        assert lat is not None
+    ds_lt: list[tuple[str, np.ndarray]] = []
+    for v in track(("E", "F"), f"adaptive_cot sub-seed {s} variants", total=2):
         planner = _train(cfg, v, prep, lat, train_seed, device)
         ol = open_loop_eval(planner, prep.val, lat.val)
         cl = closed_loop(planner, prep.eval_seeds, n_steps=cfg.eval_steps, expert=prep.experts)
         lt = np.isin(cl.seeds, lt_seeds)
-        ds_lt.setdefault(v, []).append(cl.ds[lt])
+        ds_lt.append((v, cl.ds[lt]))
         for k, val in (
             ("tokens_open_loop", ol.reasoning_tokens.mean()),
             ("tokens_closed_loop", cl.reasoning_tokens.mean()),
@@ -524,13 +548,13 @@ def adaptive_cot(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
             ("l2_2s", ol.l2_2s.mean()),
             ("collision_rate", cl.collision_rate),
         ):
-            per.setdefault(f"{v}_{k}", []).append(float(val))
+            values.append((f"{v}_{k}", float(val)))
         if v == "F":  # does the adaptive flag follow the annotator? (long reasoning on complex val frames)
             long_ = ol.reasoning_tokens > 1
-            per.setdefault("F_long_on_complex", []).append(
-                float(long_[prep.val.complex].mean()) if prep.val.complex.any() else float("nan")
+            values.append(
+                ("F_long_on_complex", float(long_[prep.val.complex].mean()) if prep.val.complex.any() else float("nan"))
             )
-            per.setdefault("F_long_on_simple", []).append(float(long_[~prep.val.complex].mean()))
+            values.append(("F_long_on_simple", float(long_[~prep.val.complex].mean())))
         rows.append(
             {
                 "seed": s,
@@ -541,6 +565,34 @@ def adaptive_cot(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
                 "l2_2s": round(float(ol.l2_2s.mean()), 3),
             }
         )
+    return {"values": values, "ds_long_tail": ds_lt, "rows": rows}
+
+
+# --------------------------------------------------------------------------------------------------
+@experiment(
+    "deepsight.adaptive_cot",
+    claim="Adaptive CoT (F: 'easy' on simple scenes, long reasoning on hard ones) emits <= 35% of the "
+    "reasoning tokens of always-long CoT (E) per step while its DS-analogue on long-tail episodes stays "
+    ">= E - 2 points.",
+    presets={"smoke": _smoke(), "quick": _quick_cot(), "full": _full()},
+)
+def adaptive_cot(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
+    from .closed_loop import bootstrap_ci
+
+    resolve_device(cfg.device)
+    prep = _prepare(cfg)
+    per: dict[str, list[float]] = {}
+    rows: list[dict[str, Any]] = []
+    r_boot = spawn(rng, 1)[0]
+    ds_lt: dict[str, list[np.ndarray]] = {}
+    seeds = spawn(rng, cfg.n_seeds)
+    calls = [(_adaptive_cot_seed, (cfg, prep, s, seeds[s])) for s in range(cfg.n_seeds)]
+    for res in _map_seeds(calls, cfg.workers, "adaptive_cot"):
+        for k, val in res["values"]:
+            per.setdefault(k, []).append(val)
+        for v, ds in res["ds_long_tail"]:
+            ds_lt.setdefault(v, []).append(ds)
+        rows.extend(res["rows"])
     metrics: dict[str, float] = {}
     for k, vals in per.items():
         metrics[k], metrics[f"{k}_min"], metrics[f"{k}_max"] = _stats(vals)

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from icml2026.core.progress import track
-from icml2026.core.rng import torch_generator
+from icml2026.core.rng import torch_generator, torch_seeded
 from icml2026.core.validate import positive_int
 
 from .data import (
@@ -128,13 +128,17 @@ def pretrain_encoder(
     enc.to(device)
     opt = torch.optim.AdamW(enc.parameters(), lr=lr, weight_decay=0.01)
     n_p = enc.n_patches
-    for _ in track(range(n_steps), "deepsight BEV encoder pre-training", total=n_steps):
-        idx = torch.randint(0, x_all.shape[0], (min(batch, x_all.shape[0]),), generator=g)
-        mask = torch.rand(len(idx), n_p, generator=g) < mask_ratio
-        loss = enc.mim_loss(x_all[idx].to(device), mask.to(device))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    # In train mode DINOv3's RoPE rescaling augmentation (config pos_embed_rescale = 2) draws from torch's global
+    # generator: seeded from the run's stream here, so the encoder does not depend on what ran before in the
+    # process (it did: the same seed gave different latents in a fresh process and after other work)
+    with torch_seeded(rng):
+        for _ in track(range(n_steps), "deepsight BEV encoder pre-training", total=n_steps):
+            idx = torch.randint(0, x_all.shape[0], (min(batch, x_all.shape[0]),), generator=g)
+            mask = torch.rand(len(idx), n_p, generator=g) < mask_ratio
+            loss = enc.mim_loss(x_all[idx].to(device), mask.to(device))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
     enc.eval()
     for p in enc.parameters():
         p.requires_grad_(False)
