@@ -237,3 +237,14 @@ def test_two_writers_of_one_folder_do_not_corrupt_it(toy_registry: dict, tmp_pat
     folder = tmp_path / "toy.passes" / "quick-seed0"
     assert json.loads((folder / "results.json").read_text())["experiment"] == "toy.passes"
     assert sorted(p.name for p in (tmp_path / "toy.passes").iterdir() if ".tmp-" in p.name or ".old-" in p.name) == []
+
+
+def test_a_papers_cache_folder_is_neither_a_run_nor_skipped(toy_registry: dict, tmp_path: Path) -> None:
+    """A paper's data cache lives at runs/<slug>.cache (deepsight's episodes). Would fail if the report listed
+    its files as skipped run folders (they were, in the index's "Skipped" section) or read them as runs."""
+    _run("toy.passes", tmp_path)
+    cache = tmp_path / "toy.cache"
+    cache.mkdir()
+    (cache / "episodes-0123.npz").write_bytes(b"\x00" * 8)
+    records, skipped = collect_runs(tmp_path)
+    assert len(records) == 1 and skipped == []

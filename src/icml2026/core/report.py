@@ -274,8 +274,8 @@ def collect_runs(runs: Path) -> tuple[list[RunRecord], list[Skipped]]:
     records: list[RunRecord] = []
     skipped: list[Skipped] = []
     for exp_dir in sorted(runs.iterdir()):
-        if exp_dir.name.startswith(".") or exp_dir.name == "sweeps":
-            continue
+        if exp_dir.name.startswith(".") or exp_dir.name == "sweeps" or exp_dir.name.endswith(".cache"):
+            continue  # "<slug>.cache": a paper's data cache under the runs folder (not experiments, not runs)
         if not NAME_RE.match(exp_dir.name):
             skipped.append(Skipped(exp_dir, "not an experiment folder (<slug>.<experiment>)"))
             continue
