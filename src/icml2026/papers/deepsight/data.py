@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from icml2026.core.errors import require_module
+from icml2026.core.progress import track
 from icml2026.core.validate import finite_number, positive_int
 
 __all__ = [
@@ -268,7 +269,7 @@ def collect_episodes(
     n_tail = int(round(frac * n))
     tail_idx = set(rng.permutation(n)[:n_tail].tolist())
     out = []
-    for i in range(n):
+    for i in track(range(n), "deepsight expert episodes (highway-env)", total=n):
         seed = int(seeds[i]) if seeds is not None else int(rng.integers(0, 2**31 - 1))
         event = ("stalled" if i % 2 == 0 else "brake") if i in tail_idx else "none"
         out.append(simulate_episode(seed, n_steps, event, np.random.default_rng(seed)))

@@ -146,7 +146,10 @@ def _prepare(cfg: DriveConfig) -> _Prepared:
     key = {"what": "closed-loop expert", "seeds": eval_seeds, "steps": cfg.eval_steps}
     ref = cached_episodes(
         key,
-        lambda: [simulate_episode(s, cfg.eval_steps, eval_event(s), np.random.default_rng(s)) for s in eval_seeds],
+        lambda: [
+            simulate_episode(s, cfg.eval_steps, eval_event(s), np.random.default_rng(s))
+            for s in track(eval_seeds, "deepsight closed-loop expert episodes", total=len(eval_seeds))
+        ],
         cache,
     )
     return _Prepared(

@@ -210,8 +210,15 @@ class PlannerBatch:
     def to(self, device: torch.device) -> PlannerBatch:
         """The batch on ``device`` (no copy when it is already there)."""
         lat = None if self.latents is None else self.latents.to(device)
-        return PlannerBatch(self.kin.to(device), self.ego.to(device), self.flag.to(device), self.think.to(device),
-                            self.think_len.to(device), self.wp.to(device), lat)
+        return PlannerBatch(
+            self.kin.to(device),
+            self.ego.to(device),
+            self.flag.to(device),
+            self.think.to(device),
+            self.think_len.to(device),
+            self.wp.to(device),
+            lat,
+        )
 
 
 @dataclass
