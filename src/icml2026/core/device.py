@@ -15,7 +15,7 @@ from .errors import MissingDependency
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-__all__ = ["DEVICE_RE", "check_device_name", "resolve_device"]
+__all__ = ["DEVICE_RE", "check_device_name", "check_workers", "resolve_device"]
 
 #: cpu, cuda, cuda:<index>, mps or meta (meta: shapes only, for tests that need no numbers).
 DEVICE_RE = re.compile(r"^(cpu|cuda(:\d{1,2})?|mps|meta)$")
@@ -28,6 +28,17 @@ def check_device_name(name: str) -> str:
     return name
 
 
+def check_workers(workers: int, device: str) -> int:
+    """``workers`` if valid with ``device``: processes running seeds side by side are a CPU feature (each holds
+    its own copy of the models), so more than one needs ``device == "cpu"``; else ValueError."""
+    if workers > 1 and device != "cpu":
+        raise ValueError(
+            f"workers = {workers}: side-by-side seeds run on the CPU only (device = {device!r}); "
+            "use workers = 1 on an accelerator"
+        )
+    return workers
+
+
 def resolve_device(name: str) -> torch.device:
     """The ``torch.device`` for ``name``; :class:`MissingDependency` if this machine does not have it."""
     import torch
@@ -35,8 +46,10 @@ def resolve_device(name: str) -> torch.device:
     check_device_name(name)
     if name.startswith("cuda"):
         if not torch.cuda.is_available():
-            raise MissingDependency("a CUDA device", "run on a GPU machine with the CUDA build of torch "
-                                    "(see README, Installing), or use --device cpu")
+            raise MissingDependency(
+                "a CUDA device",
+                "run on a GPU machine with the CUDA build of torch (see README, Installing), or use --device cpu",
+            )
         index = int(name.split(":")[1]) if ":" in name else 0
         if index >= torch.cuda.device_count():
             raise MissingDependency(f"CUDA device {index}", f"this machine has {torch.cuda.device_count()}")

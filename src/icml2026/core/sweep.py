@@ -17,6 +17,7 @@ import hashlib
 import itertools
 import json
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -111,18 +112,21 @@ def _init_worker(n_threads: int) -> None:
 
 
 def map_in_processes(calls: list[tuple[Callable[..., Any], tuple[Any, ...]]], workers: int,
-                     n_threads: int = 1) -> list[Any]:
+                     n_threads: int = 1, label: str | None = None) -> list[Any]:
     """``[fn(*args) for fn, args in calls]``, computed by a pool of ``workers`` fresh processes (spawned, so
     nothing but the arguments reaches them, each with ``n_threads`` torch threads); ``workers == 1`` runs the
     calls here, in order. Results come back in the order of ``calls`` whatever order they finish in, so a
     caller whose calls each carry their own random generator gets the same results for any ``workers``.
     ``fn`` must be importable at module level and the arguments picklable; a script that reaches this with
     ``workers > 1`` needs the ``if __name__ == "__main__":`` guard, as for any spawned pool. Calls are
-    submitted in order: put the longest first to finish soonest."""
+    submitted in order: put the longest first to finish soonest. With ``label``, a pool says on stderr how
+    many calls run in how many processes ("[label] 3 calls in 2 processes")."""
     if workers < 1 or n_threads < 1:
         raise ValueError(f"workers = {workers}, n_threads = {n_threads}: both must be >= 1")
     if workers == 1 or len(calls) <= 1:
         return [fn(*args) for fn, args in calls]
+    if label:
+        print(f"[{label}] {len(calls)} calls in {min(workers, len(calls))} processes", file=sys.stderr, flush=True)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 

@@ -17,9 +17,10 @@ import numpy as np
 
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
-from icml2026.core.device import check_device_name, resolve_device
+from icml2026.core.device import check_device_name, check_workers, resolve_device
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
+from icml2026.core.sweep import map_in_processes
 
 CACHE_DIR = Path("runs") / "deepsight.cache"
 DATA_SEED = 20260514  # fixed: the long-tail assignment of the fixed data seeds (a benchmark, not a draw)
@@ -51,11 +52,7 @@ class DriveConfig:
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
-        if self.workers > 1 and self.device != "cpu":
-            raise ValueError(
-                f"workers = {self.workers}: side-by-side sub-seeds run on the CPU only (device = "
-                f"{self.device!r}); use workers = 1 on an accelerator"
-            )
+        check_workers(self.workers, self.device)
 
 
 def _smoke() -> DriveConfig:
@@ -327,17 +324,6 @@ def _dummy_batch(kin: Any, ego: Any) -> Any:
     return PlannerBatch(kin, ego, torch.ones(b, dtype=torch.bool), think, torch.full((b,), 3), torch.zeros(b, 4, 2))
 
 
-def _map_seeds(calls: list[Any], workers: int, what: str) -> list[Any]:
-    """The sub-seed calls, in ``workers`` processes when > 1 (results in call order, identical for any count)."""
-    import sys
-
-    from icml2026.core.sweep import map_in_processes
-
-    if workers > 1 and len(calls) > 1:
-        print(f"[{what}] {len(calls)} sub-seeds in {min(workers, len(calls))} processes", file=sys.stderr, flush=True)
-    return map_in_processes(calls, workers)
-
-
 def _world_model_seed(cfg: DriveConfig, prep: _Prepared, s: int, seed_rng: np.random.Generator) -> dict[str, Any]:
     """Sub-seed ``s`` of world_model: encoder, then A, B, C (and D when s == 0), each trained, evaluated open
     and closed loop. Module-level so that sub-seeds can run in separate processes; all randomness from
@@ -420,7 +406,7 @@ def world_model(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
     r_boot = spawn(rng, 1)[0]
     # one call per training sub-seed (its encoder, then its variants; D on the first only), longest first
     calls = [(_world_model_seed, (cfg, prep, s, seeds[s])) for s in range(cfg.n_seeds)]
-    for res in _map_seeds(calls, cfg.workers, "world_model"):
+    for res in map_in_processes(calls, cfg.workers, label="world_model sub-seeds"):
         for k, v in res["values"]:
             per.setdefault(k, []).append(v)
         for v, cl in res["closed_loop"]:
@@ -590,7 +576,7 @@ def adaptive_cot(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
     ds_lt: dict[str, list[np.ndarray]] = {}
     seeds = spawn(rng, cfg.n_seeds)
     calls = [(_adaptive_cot_seed, (cfg, prep, s, seeds[s])) for s in range(cfg.n_seeds)]
-    for res in _map_seeds(calls, cfg.workers, "adaptive_cot"):
+    for res in map_in_processes(calls, cfg.workers, label="adaptive_cot sub-seeds"):
         for k, val in res["values"]:
             per.setdefault(k, []).append(val)
         for v, ds in res["ds_long_tail"]:

@@ -7,7 +7,6 @@ The pipeline is split so that no unseen-generator image can reach training or mo
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -16,7 +15,7 @@ import torch
 
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
-from icml2026.core.device import check_device_name, resolve_device
+from icml2026.core.device import check_device_name, check_workers, resolve_device
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
 from icml2026.core.rng import torch_seeded
@@ -79,11 +78,7 @@ class HeadlineConfig:
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
-        if self.workers > 1 and self.device != "cpu":
-            raise ValueError(
-                f"workers = {self.workers}: side-by-side sub-seeds run on the CPU only (device = "
-                f"{self.device!r}); use workers = 1 on an accelerator"
-            )
+        check_workers(self.workers, self.device)
         if self.dump_every > self.n_updates:
             raise ValueError(f"dump_every = {self.dump_every}: must be <= n_updates = {self.n_updates}")
         if self.grad_steps > self.ddim_steps:
@@ -359,14 +354,10 @@ def headline(cfg: HeadlineConfig, rng: np.random.Generator) -> Outcome:
         seen0, zoo0 = map_in_processes([(_train_seen_of, (cfg, r_seen0)), (_train_zoo_of, (cfg, r_zoo0))], cfg.workers)
         shared = (seen0, zoo0)
     calls = [(_sub_seed, (cfg, s, r, shared)) for s, r in enumerate(spawn(r_seeds, cfg.n_seeds))]
-    if cfg.workers > 1:
-        print(
-            f"[probe] {len(calls)} sub-seeds in {min(cfg.workers, len(calls))} processes", file=sys.stderr, flush=True
-        )
     per: dict[str, list[float]] = {}
     rows: list[dict[str, Any]] = []
     grid: dict[str, np.ndarray] = {}
-    for res in map_in_processes(calls, cfg.workers):
+    for res in map_in_processes(calls, cfg.workers, label="probe sub-seeds"):
         for k, v in res["values"].items():
             per.setdefault(k, []).append(v)
         rows.extend(res["rows"])

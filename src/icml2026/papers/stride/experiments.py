@@ -8,7 +8,6 @@ generator) and states its claims over the mean of those seeds, with the spread i
 from __future__ import annotations
 
 import copy
-import sys
 import time
 from collections.abc import Callable
 from typing import Any, Literal
@@ -18,7 +17,7 @@ import torch
 
 from icml2026.core import Check, Outcome, experiment, spawn, torch_generator
 from icml2026.core.config import config, param
-from icml2026.core.device import check_device_name, resolve_device
+from icml2026.core.device import check_device_name, check_workers, resolve_device
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
 from icml2026.core.sweep import map_in_processes
@@ -36,12 +35,6 @@ __all__ = ["ProteinConfig", "MoleculeConfig", "protein_stress_test", "molecule_e
 def _model_rules(d_model: int, n_heads: int) -> None:
     if d_model % n_heads:
         raise ValueError(f"d_model = {d_model}: must be divisible by n_heads ({n_heads})")
-
-
-def _worker_rules(workers: int, device: str) -> None:
-    if workers > 1 and device != "cpu":
-        raise ValueError(f"workers = {workers}: side-by-side seeds run on the CPU only (device = {device!r}); "
-                         "use workers = 1 on an accelerator")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -81,7 +74,7 @@ class ProteinConfig:
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
-        _worker_rules(self.workers, self.device)
+        check_workers(self.workers, self.device)
         _model_rules(self.d_model, self.n_heads)
         if self.n_eval_train_sources > self.n_train_sources:
             raise ValueError(f"n_eval_train_sources = {self.n_eval_train_sources}: must be <= n_train_sources "
@@ -216,8 +209,7 @@ def _run_seeds(runs: list[tuple[Callable[..., dict[str, Any]], Any, np.random.Ge
     if workers == 1:
         flat = [fn(*args) for fn, args in track(calls, desc, len(calls))]
     else:
-        print(f"[{desc}] {len(calls)} seeds in {min(workers, len(calls))} processes", file=sys.stderr, flush=True)
-        flat = map_in_processes(calls, workers)
+        flat = map_in_processes(calls, workers, label=f"{desc} seeds")
     out, k = [], 0
     for _, cfg, _ in runs:
         out.append(flat[k:k + cfg.n_seeds])
@@ -287,7 +279,7 @@ class MoleculeConfig:
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
-        _worker_rules(self.workers, self.device)
+        check_workers(self.workers, self.device)
         _model_rules(self.d_model, self.n_heads)
         if (self.rl_prompts * self.group_size) % self.steps_per_generation:
             raise ValueError(f"steps_per_generation = {self.steps_per_generation}: must divide rl_prompts * "

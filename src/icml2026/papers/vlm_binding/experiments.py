@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import numpy as np
@@ -16,7 +15,7 @@ import torch
 
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
-from icml2026.core.device import check_device_name, resolve_device
+from icml2026.core.device import check_device_name, check_workers, resolve_device
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
 from icml2026.core.sweep import map_in_processes
@@ -123,9 +122,7 @@ class NoiseConfig:
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
-        if self.workers > 1 and self.device != "cpu":
-            raise ValueError(f"workers = {self.workers}: side-by-side seeds run on the CPU only (device = "
-                             f"{self.device!r}); use workers = 1 on an accelerator")
+        check_workers(self.workers, self.device)
         if self.d_model % 4:
             raise ValueError(f"d_model = {self.d_model}: must be a multiple of 4 (n_head = 4)")
 
@@ -221,9 +218,7 @@ class RegimesConfig:
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
-        if self.workers > 1 and self.device != "cpu":
-            raise ValueError(f"workers = {self.workers}: side-by-side seeds run on the CPU only (device = "
-                             f"{self.device!r}); use workers = 1 on an accelerator")
+        check_workers(self.workers, self.device)
         if self.d_model % 4:
             raise ValueError(f"d_model = {self.d_model}: must be a multiple of 4 (n_head = 4)")
         if self.n_ood_max <= self.n_id_max:
@@ -374,9 +369,7 @@ def regimes(cfg: RegimesConfig, rng: np.random.Generator) -> Outcome:
     enc_acc: list[tuple[float, float]] = []
     rows: list[dict[str, Any]] = []
     calls = [(_regime_seed, (cfg, seed, r, device)) for seed, r in enumerate(spawn(rng, cfg.n_seeds))]
-    if cfg.workers > 1:
-        print(f"[regimes] {len(calls)} seeds in {min(cfg.workers, len(calls))} processes", file=sys.stderr, flush=True)
-    for res in map_in_processes(calls, cfg.workers):
+    for res in map_in_processes(calls, cfg.workers, label="regimes seeds"):
         for name in names:
             per_n[name].append(res["per_n"][name])
         for name in mech:
