@@ -62,7 +62,7 @@ def _smoke() -> DriveConfig:
         n_val=1,
         episode_steps=14,
         enc_steps=2,
-        train_steps=3,
+        train_steps=20,  # the brief's CI smoke: 4 episodes (3 + 1), 20 optimisation steps
         batch=8,
         d_model=32,
         n_layers=1,
