@@ -42,12 +42,13 @@ def torch_generator(rng: np.random.Generator) -> torch.Generator:
 
 
 @contextmanager
-def torch_seeded(rng: np.random.Generator) -> Iterator[None]:
-    """Inside the block torch's global CPU generator is seeded from ``rng`` (one draw); outside it is left as
-    it was. For code that draws from the global generator and takes none (``nn.Module`` initialisers), so that
-    what it builds depends on ``rng`` alone, not on what ran before in the process."""
+def torch_seeded(rng: np.random.Generator, *, high: int = 2**63 - 1) -> Iterator[None]:
+    """Inside the block torch's global CPU generator is seeded from ``rng`` (one draw in [0, high)); outside it
+    is left as it was. For code that draws from the global generator and takes none (``nn.Module``
+    initialisers), so that what it builds depends on ``rng`` alone, not on what ran before in the process.
+    ``high = 2**31 - 1`` keeps the seeds of callers that drew them that way before this helper existed."""
     import torch
 
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(rng.integers(0, 2**63 - 1)))
+        torch.manual_seed(int(rng.integers(0, high)))
         yield

@@ -324,6 +324,14 @@ def _dummy_batch(kin: Any, ego: Any) -> Any:
     return PlannerBatch(kin, ego, torch.ones(b, dtype=torch.bool), think, torch.full((b,), 3), torch.zeros(b, 4, 2))
 
 
+def _seed_latents(
+    cfg: DriveConfig, prep: _Prepared, seed_rng: np.random.Generator, device: Any
+) -> tuple[_Latents, int]:
+    """A training sub-seed's encoder latents and the seed its variants share (paired comparisons)."""
+    r_enc, r_train = spawn(seed_rng, 2)
+    return _encode(cfg, prep, r_enc, device), int(r_train.integers(0, 2**31 - 1))
+
+
 def _world_model_seed(cfg: DriveConfig, prep: _Prepared, s: int, seed_rng: np.random.Generator) -> dict[str, Any]:
     """Sub-seed ``s`` of world_model: encoder, then A, B, C (and D when s == 0), each trained, evaluated open
     and closed loop. Module-level so that sub-seeds can run in separate processes; all randomness from
@@ -332,9 +340,7 @@ def _world_model_seed(cfg: DriveConfig, prep: _Prepared, s: int, seed_rng: np.ra
     from .training import _cos, frame_index, open_loop_eval
 
     device = resolve_device(cfg.device)
-    r_enc, r_train = spawn(seed_rng, 2)
-    lat = _encode(cfg, prep, r_enc, device)
-    train_seed = int(r_train.integers(0, 2**31 - 1))
+    lat, train_seed = _seed_latents(cfg, prep, seed_rng, device)
     values: list[tuple[str, float]] = []
     rows: list[dict[str, Any]] = []
     cls: list[tuple[str, Any]] = []
@@ -517,9 +523,7 @@ def _adaptive_cot_seed(cfg: DriveConfig, prep: _Prepared, s: int, seed_rng: np.r
 
     device = resolve_device(cfg.device)
     lt_seeds = [e for e in prep.eval_seeds if eval_event(e) != "none"] or prep.eval_seeds[:1]
-    r_enc, r_train = spawn(seed_rng, 2)
-    lat = _encode(cfg, prep, r_enc, device)
-    train_seed = int(r_train.integers(0, 2**31 - 1))
+    lat, train_seed = _seed_latents(cfg, prep, seed_rng, device)
     values: list[tuple[str, float]] = []
     rows: list[dict[str, Any]] = []
     ds_lt: list[tuple[str, np.ndarray]] = []

@@ -122,8 +122,7 @@ def pretrain_encoder(
     n_steps = positive_int(n_steps, "n_steps", minimum=0)
     x_all = torch.as_tensor(frames).float() / 255.0
     g = torch_generator(rng)
-    with torch.random.fork_rng(devices=[]):  # module init draws from torch's global RNG: isolate it
-        torch.manual_seed(int(rng.integers(0, 2**31 - 1)))
+    with torch_seeded(rng, high=2**31 - 1):  # module init draws from torch's global RNG: isolate it
         enc = BEVEncoder(image_size=frames.shape[-1], patch_size=patch_size)
     enc.to(device)
     opt = torch.optim.AdamW(enc.parameters(), lr=lr, weight_decay=0.01)
@@ -161,8 +160,7 @@ def encode_targets(enc: BEVEncoder, bev: np.ndarray, chunk: int = 256) -> np.nda
 
 def build_planner(cfg: PlannerConfig, rng: np.random.Generator) -> DeepSightPlanner:
     """A freshly initialised planner, its init drawn from ``rng`` (torch's global RNG left untouched)."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(rng.integers(0, 2**31 - 1)))
+    with torch_seeded(rng, high=2**31 - 1):
         return DeepSightPlanner(cfg)
 
 

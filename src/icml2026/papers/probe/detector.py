@@ -14,6 +14,7 @@ from torch import nn
 
 from icml2026.core import spawn
 from icml2026.core.progress import track
+from icml2026.core.rng import torch_seeded
 from icml2026.core.validate import as_array, as_labels, finite_number, positive_int, same_length
 
 from .generators import check_images, to_tensor
@@ -85,8 +86,7 @@ class Detector:
         real, fake = check_images(real, "real"), check_images(fake, "fake")
         width = positive_int(self.width, "width", maximum=256)
         r_init, r_train = spawn(rng, 2)
-        with torch.random.fork_rng(devices=[]):  # module init draws from torch's global RNG: isolate it
-            torch.manual_seed(int(r_init.integers(0, 2**31 - 1)))
+        with torch_seeded(r_init, high=2**31 - 1):  # module init draws from torch's global RNG: isolate it
             self.net_ = _ResNet(real.shape[1], width).to(self.device)
         self.n_params_ = sum(p.numel() for p in self.net_.parameters())
         return self.partial_fit(real, fake, r_train, epochs=self.epochs, lr=self.lr)
