@@ -2,8 +2,8 @@
 
 Usage: python benchmarks/specflow.py [--quick] [--plot PATH]
 Measures SpecFlow (16 block-DCT workspace tokens) and MVoT with 16 and 64 pixel-patch tokens per thought,
-all with the brief's policy (GPT-2, 4 layers, d = 192) and the same velocity net at T = 5, w = 4. Prints one
-table per hop and the MVoT / SpecFlow ratios at depth 8 and 14; writes one PNG (default
+all with the brief's policy size (a Llama built from a config, 4 layers, d = 192) and the same velocity net
+at T = 5, w = 4. Prints one table per hop and the MVoT / SpecFlow ratios at depth 8 and 14; writes one PNG (default
 runs/benchmarks/specflow_costs.png).
 """
 

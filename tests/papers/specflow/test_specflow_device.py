@@ -1,5 +1,5 @@
 """The ``device`` field of SpecFlow's model experiments: CPU runs, the meta device carries shapes through the
-policy (GPT-2 on token embeddings) and the velocity net, bad names are refused, and a missing CUDA device is a
+policy (a Llama on token embeddings) and the velocity net, bad names are refused, and a missing CUDA device is a
 missing dependency (exit 3), not a crash. ``specflow.transforms`` (DCT and mask algebra, no model) has no field."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 One fixed-size visual workspace in block-DCT space, overwritten each reasoning hop by a flow-matching update
 steered by the textual trace through classifier-free guidance, so that memory and latency per hop do not grow
 with reasoning depth (MVoT-style interleaving appends every visual thought instead). CPU scale: FrozenLake
-8 x 8 maps, a small GPT-2 policy and a small conv velocity net.
+8 x 8 maps, a small Llama policy (built from a config) and a small conv velocity net.
 
 Symbols (paper -> code)
 -----------------------

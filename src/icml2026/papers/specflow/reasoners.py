@@ -4,7 +4,8 @@ Alg. 1: input image v_0 and the query; for hop i = 0..H-1, ``v_{i+1} = FlowUpdat
 one visual workspace, then ``t_{i+1} = Policy(v_{i+1}, t_{<=i})`` appends a text thought (here: an action
 token). Only the current workspace and the text trace are kept.
 
-The policy is a Hugging Face GPT-2 built from a config (causal, KV-cached through ``DynamicCache``). Its
+The policy is a Hugging Face Llama built from a config (causal, rotary positions, KV-cached through
+``DynamicCache``). Its
 context is ``[task | a_1 .. a_i (append-only, cached) | visual tokens]``. SpecFlow's 16 workspace tokens
 sit last and are recomputed each hop (the cache is cropped back to the text after each read), so its
 visual KV footprint is constant; the MVoT baseline appends its thoughts instead (see baselines.py).
@@ -63,22 +64,30 @@ def patches(img: torch.Tensor, tokens_per_thought: int) -> torch.Tensor:
 class Policy(nn.Module):
     """Causal transformer policy over [task | text | visual] tokens, predicting U, D, L, R or STOP.
 
-    A ``transformers.GPT2Model`` built from a config (no weights are loaded) on ``inputs_embeds``: the task
+    A ``transformers.LlamaModel`` built from a config (no weights are loaded) on ``inputs_embeds``: the task
     token is a learned vector, actions are embedded, and visual tokens (``visual_dim`` numbers each) pass a
-    linear map plus a learned per-slot embedding (``n_slots`` slots: block or patch index).
+    linear map plus a learned per-slot embedding (``n_slots`` slots: block or patch index). The MLP is
+    ``4 * d_model`` wide and every head keeps its own keys and values (no grouped-query attention), so the KV
+    cache is ``layers x 2 x ctx x d_model`` numbers, the brief's formula.
+
+    Rotary positions (as in the paper's Qwen3-VL backbone) rather than GPT-2's learned absolute ones: with
+    GPT-2 the MVoT policy, whose newest thought sits at a different absolute position at every hop, did not
+    learn to read it (teacher-forced loss 1.16 nats after 8000 steps, oracle success 1.5% on 200 maps) while
+    the same policy as a Llama reached 0.51 nats and 30.5% in 6000 steps (2 layers, d = 64; one seed).
     """
 
     def __init__(self, visual_dim: int, n_slots: int, n_layers: int = 4, d_model: int = 192, n_heads: int = 4,
                  max_ctx: int = 1024, n_actions: int = 5, attn_implementation: str = "sdpa"):
         super().__init__()
-        from transformers import GPT2Config, GPT2Model
+        from transformers import LlamaConfig, LlamaModel
 
-        cfg = GPT2Config(vocab_size=1, n_positions=max_ctx, n_embd=d_model, n_layer=n_layers, n_head=n_heads,
-                         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=None,
-                         eos_token_id=None)
+        cfg = LlamaConfig(vocab_size=1, hidden_size=d_model, intermediate_size=4 * d_model,
+                          num_hidden_layers=n_layers, num_attention_heads=n_heads, num_key_value_heads=n_heads,
+                          max_position_embeddings=max_ctx, attention_dropout=0.0, bos_token_id=None,
+                          eos_token_id=None, pad_token_id=None)
         # "eager" for FLOP counting: FlopCounterMode does not see the fused CPU SDPA kernel's matmuls
         cfg._attn_implementation = attn_implementation
-        self.lm = GPT2Model(cfg)
+        self.lm = LlamaModel(cfg)
         self.n_layers, self.d_model, self.max_ctx = n_layers, d_model, max_ctx
         self.bos = nn.Parameter(torch.randn(d_model) * 0.02)
         self.action = nn.Embedding(n_actions, d_model)

@@ -6,6 +6,7 @@ Policies see ground-truth visual thoughts while training: DCT-truncated renders 
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -96,6 +97,15 @@ def _sequences(kind: str, ep: ExpertEpisode, tokens_per_thought: int, ws_keep: i
     return out
 
 
+def _lr_factor(i: int, n_steps: int) -> float:
+    """Linear warm-up over 5% of the steps, then a cosine from 1 down to 0.1 (a factor on the base rate)."""
+    warm = max(1, n_steps // 20)
+    if i < warm:
+        return (i + 1) / warm
+    frac = (i - warm) / max(1, n_steps - warm)
+    return 0.1 + 0.45 * (1.0 + math.cos(math.pi * min(1.0, frac)))
+
+
 def train_policy(
     policy: Policy,
     kind: str,
@@ -108,7 +118,14 @@ def train_policy(
     ws_keep: int = 16,
     block: int = 8,
 ) -> list[float]:
-    """Teacher-forced cross-entropy on the expert's next action; returns the loss per step."""
+    """Teacher-forced cross-entropy on the expert's next action; returns the loss per step.
+
+    ``batch_size`` counts supervised actions, not sequences: SpecFlow's sequences hold one target each (the
+    action read off one workspace), MVoT's and text-only's whole episodes hold H + 1, so a step takes
+    ``max(1, batch_size // (H + 1))`` of those. Every kind thus learns from about the same number of expert
+    actions per step, and every expert action is equally likely to be drawn. The learning rate warms up over
+    the first 5% of the steps and then follows a cosine down to a tenth of ``lr``.
+    """
     if not episodes:
         raise ValueError("episodes: is empty")
     n_steps = positive_int(n_steps, "n_steps", maximum=10**6)
@@ -124,14 +141,17 @@ def train_policy(
         rows = groups[key]
         stacked.append((torch.tensor(key[0]), torch.tensor(key[1]), torch.tensor([r[0] for r in rows]),
                         torch.stack([r[1] for r in rows]), torch.tensor([r[2] for r in rows])))
-    sizes = torch.tensor([len(groups[k]) for k in keys], dtype=torch.float64)
+    per_seq = [int((s[4][0] != -100).sum()) for s in stacked]  # targets per sequence (one value per group)
+    sizes = torch.tensor([len(groups[k]) * n for k, n in zip(keys, per_seq, strict=True)], dtype=torch.float64)
     opt = torch.optim.AdamW(policy.parameters(), lr=lr, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: _lr_factor(i, n_steps))
     policy.train()
     losses = []
     for _ in track(range(n_steps), f"train policy ({kind})"):
         gi = int(torch.multinomial(sizes, 1, generator=generator))
         g_kinds, g_slots, g_ids, g_feats, g_tgt = stacked[gi]
-        idx = torch.randint(0, g_ids.shape[0], (min(batch_size, g_ids.shape[0]),), generator=generator)
+        n_seq = min(max(1, batch_size // per_seq[gi]), g_ids.shape[0])
+        idx = torch.randint(0, g_ids.shape[0], (n_seq,), generator=generator)
         hidden = policy(policy.embed(g_kinds, g_ids[idx], g_feats[idx], g_slots))
         logits = policy.head(hidden)
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
@@ -139,6 +159,7 @@ def train_policy(
         opt.zero_grad()
         loss.backward()
         opt.step()
+        sched.step()
         losses.append(loss.item())
     policy.eval()
     return losses
@@ -171,6 +192,7 @@ def train_velocity(
     state_all = updater.state_of(torch.stack(states))
     target_all = torch.stack(targets)
     opt = torch.optim.AdamW(updater.net.parameters(), lr=lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: _lr_factor(i, n_steps))  # as for the policy
     updater.net.train()
     losses = []
     for _ in track(range(n_steps), f"train velocity net ({updater.space})"):
@@ -180,6 +202,7 @@ def train_velocity(
         opt.zero_grad()
         loss.backward()
         opt.step()
+        sched.step()
         losses.append(loss.item())
     updater.net.eval()
     return losses
