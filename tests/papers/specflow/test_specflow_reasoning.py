@@ -136,6 +136,36 @@ def test_training_lowers_the_losses() -> None:
     assert np.mean(losses[-10:]) < 0.9 * np.mean(losses[:10])
 
 
+def test_learning_rate_warms_up_then_decays_to_a_tenth() -> None:
+    from icml2026.papers.specflow.training import _lr_factor
+
+    n = 200
+    f = [_lr_factor(i, n) for i in range(n + 1)]
+    assert f[0] == pytest.approx(1 / 10) and f[9] == pytest.approx(1.0)  # 5% warm-up: 10 steps
+    assert all(b <= a + 1e-12 for a, b in zip(f[9:], f[10:], strict=False))  # non-increasing after it
+    assert f[n] == pytest.approx(0.1)
+
+
+def test_a_policy_step_takes_batch_size_expert_actions_for_every_kind() -> None:
+    """SpecFlow sequences hold one target, MVoT's whole episodes H + 1: a step draws batch // (H + 1) of them."""
+    g = torch.Generator().manual_seed(0)
+    eps = expert_episodes(FrozenLakeMaps(min_depth=7, max_depth=7).batch(12, np.random.default_rng(0)))
+    seen: dict[str, list[int]] = {}
+    for kind, pol in (("specflow", build_policy(16, 16, 1, 32, 2, 256, g)),
+                      ("mvot", build_policy(64, 16, 1, 32, 2, 256, g))):
+        rows: list[int] = []
+
+        def hook(module, args, kwargs, out, rows=rows):
+            rows.append(int(kwargs["inputs_embeds"].shape[0]))
+
+        handle = pol.lm.register_forward_hook(hook, with_kwargs=True)
+        train_policy(pol, kind, eps, 3, 32, 1e-3, g)
+        handle.remove()
+        seen[kind] = rows
+    assert seen["specflow"] == [12, 12, 12]  # one action per sequence, capped by the 12 sequences of a hop
+    assert seen["mvot"] == [32 // 8] * 3  # H = 7: 8 actions per episode
+
+
 @pytest.mark.parametrize(
     "call, name",
     [

@@ -8,6 +8,7 @@ from typing import TypeVar
 
 import numpy as np
 import torch
+from matplotlib.figure import Figure
 from scipy.fft import dctn
 
 from icml2026.core import Check, Outcome, experiment, spawn, torch_generator
@@ -462,6 +463,7 @@ class AblationConfig(HeadlineConfig):
     w_values: tuple[float, ...] = param((1.0, 2.0, 4.0, 6.0), 0.0, 10.0, min_len=1, max_len=8,
                                         help="CFG scales; paper: 1, 2, 4, 6")
     ode_steps: tuple[int, ...] = param((1, 3, 5, 8), 1, 16, min_len=1, max_len=8, help="paper: 1, 3, 5, 8")
+    n_drift: int = param(100, 1, 2000, help="test maps whose expert path is replayed to measure thought drift")
 
 
 @experiment(
@@ -478,7 +480,7 @@ class AblationConfig(HeadlineConfig):
 )
 def ablations(cfg: AblationConfig, rng: np.random.Generator) -> Outcome:
     resolve_device(cfg.device)  # a device this machine lacks stops the run here
-    r_train, r_flow, r_eval = spawn(rng, 3)
+    r_train, r_flow, r_eval, r_drift = spawn(rng, 4)
     tr = _train(cfg, r_train, baselines=False)
     gen = FrozenLakeMaps()
     train = expert_episodes(gen.batch(cfg.n_train, spawn(r_train, 1)[0]))
@@ -536,4 +538,41 @@ def ablations(cfg: AblationConfig, rng: np.random.Generator) -> Outcome:
     fig, ax = new_figure("Ablations: success rate", "variant", "success")
     ax.bar(range(len(rows)), [float(r["success"]) for r in rows])  # type: ignore[arg-type]
     ax.set_xticks(range(len(rows)), [str(r["variant"]) for r in rows], rotation=45, fontsize=7)
-    return Outcome(metrics=metrics, checks=checks, tables={"variants": rows}, figures={"ablations": fig})
+    drift_rows, fig_drift = _thought_drift(tr.spec_policy, nets["cosine"], cfg, tr.test[: cfg.n_drift], r_drift,
+                                           metrics)
+    return Outcome(metrics=metrics, checks=checks, tables={"variants": rows, "drift": drift_rows},
+                   figures={"ablations": fig, "thought_drift": fig_drift})
+
+
+def _thought_drift(policy: torch.nn.Module, flow: FlowUpdater, cfg: AblationConfig, maps: list,
+                   rng: np.random.Generator, metrics: dict[str, float]) -> tuple[list[dict], Figure]:
+    """Thoughts along the expert's own path (forced moves), per hop and guidance scale w.
+
+    Each hop's thought is generated from the previous generated one, so errors compound; replaying the expert
+    path takes the policy out of it. Per hop: agent-cell accuracy and mean absolute pixel error against the
+    true render.
+    """
+    rows: list[dict] = []
+    fig, ax = new_figure("Thought drift along the expert path (SpecFlow)", "hop", "agent-cell accuracy")
+    for w, r in zip(cfg.w_values, spawn(rng, len(cfg.w_values)), strict=True):
+        reasoner = SpecFlowReasoner(policy, FlowUpdater(flow.net, "spectral", n_steps=cfg.n_ode_steps, w=w))  # type: ignore[arg-type]
+        ok: dict[int, list[bool]] = {}
+        err: dict[int, list[float]] = {}
+        for m, moves in maps:
+            ep = reasoner.solve(m, r, len(moves), forced=moves, keep_thoughts=True)
+            truth = expert_renders(m, moves)[0]
+            for hop in range(1, len(ep.thoughts)):
+                ok.setdefault(hop, []).append(bool(ep.agent_ok[hop]))
+                err.setdefault(hop, []).append(float(np.abs(ep.thoughts[hop] - truth[hop]).mean()))
+        hops = sorted(ok)
+        for hop in hops:
+            rows.append({"w": w, "hop": hop, "n_maps": len(ok[hop]), "agent_cell_acc": float(np.mean(ok[hop])),
+                         "pixel_abs_err": float(np.mean(err[hop]))})
+        for hop in (1, 4, 8):
+            if hop in ok:
+                metrics[f"drift_w{w:g}_agent_acc_hop{hop}"] = float(np.mean(ok[hop]))
+                metrics[f"drift_w{w:g}_pixel_err_hop{hop}"] = float(np.mean(err[hop]))
+        ax.plot(hops, [float(np.mean(ok[h])) for h in hops], "o-", label=f"w = {w:g}")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend()
+    return rows, fig
