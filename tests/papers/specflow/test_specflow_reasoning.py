@@ -33,7 +33,7 @@ def _nets(tpt: int = 16):
     g = torch.Generator().manual_seed(0)
     net = seeded_init(lambda: VelocityNet(width=16, emb=16), g)
     pol_s = build_policy(16, 16, 1, 32, 2, 1024, g)
-    pol_m = build_policy((32 // int(tpt ** 0.5)) ** 2, tpt, 1, 32, 2, 1024, g)
+    pol_m = build_policy((32 // int(tpt ** 0.5)) ** 2, tpt, 1, 32, 2, 1024, g, visual_input="pixel")
     return net, pol_s, pol_m
 
 
@@ -128,8 +128,9 @@ def test_training_lowers_the_losses() -> None:
     g = torch.Generator().manual_seed(0)
     eps = expert_episodes(FrozenLakeMaps().batch(20, np.random.default_rng(0)))
     pol = build_policy(16, 16, 1, 32, 2, 256, g)
-    losses = train_policy(pol, "specflow", eps, 60, 16, 3e-3, g)
-    assert np.mean(losses[-10:]) < 0.8 * np.mean(losses[:10])
+    losses = train_policy(pol, "specflow", eps, 150, 16, 3e-3, g)
+    # last / first 20 steps measured 0.61-0.74 over torch seeds 0-2; an untrained policy stays near 1
+    assert np.mean(losses[-20:]) < 0.85 * np.mean(losses[:20])
     up = FlowUpdater(seeded_init(lambda: VelocityNet(width=16, emb=16), g), "spectral")
     losses = train_velocity(up, eps, 60, 32, 3e-3, g)
     # flow matching with a masked input has an irreducible part (masked noise coefficients): a 10% drop
@@ -152,7 +153,7 @@ def test_a_policy_step_takes_batch_size_expert_actions_for_every_kind() -> None:
     eps = expert_episodes(FrozenLakeMaps(min_depth=7, max_depth=7).batch(12, np.random.default_rng(0)))
     seen: dict[str, list[int]] = {}
     for kind, pol in (("specflow", build_policy(16, 16, 1, 32, 2, 256, g)),
-                      ("mvot", build_policy(64, 16, 1, 32, 2, 256, g))):
+                      ("mvot", build_policy(64, 16, 1, 32, 2, 256, g, visual_input="pixel"))):
         rows: list[int] = []
 
         def hook(module, args, kwargs, out, rows=rows):
@@ -197,7 +198,8 @@ def test_cached_rollout_equals_the_teacher_forced_forward(kind: str) -> None:
     g = torch.Generator().manual_seed(0)
     m, moves = FrozenLakeMaps().sample(np.random.default_rng(3))
     ep = expert_episodes([(m, moves)])[0]
-    pol = build_policy(16 if kind == "specflow" else 64, 16, 2, 32, 2, 512, g).eval()
+    pol = build_policy(16 if kind == "specflow" else 64, 16, 2, 32, 2, 512, g,
+                       visual_input="dct" if kind == "specflow" else "pixel").eval()
     full = []
     with torch.no_grad():
         for key, ids, feats, tgt in _sequences(kind, ep, 16, 16, 8):
@@ -210,3 +212,31 @@ def test_cached_rollout_equals_the_teacher_forced_forward(kind: str) -> None:
     assert len(out.logits) == len(full) == len(moves) + 1
     err = max(float((torch.tensor(a) - b).abs().max()) for a, b in zip(out.logits, full, strict=True))
     assert err < 1e-5  # float32 summation order only (a mis-placed or stale cache entry gives O(0.1))
+
+
+def test_both_kinds_of_policy_read_the_same_normalised_image() -> None:
+    # SpecFlow's workspace shifted as the policy does is the block DCT of 4 (v - 0.5); MVoT's patches are the
+    # patches of 4 (v - 0.5). Fails for a wrong DC constant (e.g. 0.5 instead of 0.5 * 8) or a missing shift.
+    from icml2026.papers.specflow.reasoners import patches
+    from icml2026.papers.specflow.spectral import block_dct, to_workspace
+
+    g = torch.Generator().manual_seed(0)
+    v = torch.rand(3, 1, 32, 32, generator=g)
+    pol_s = build_policy(16, 16, 1, 16, 2, 64, g)
+    pol_m = build_policy(64, 16, 1, 16, 2, 64, g, visual_input="pixel")
+    ws = to_workspace(block_dct(v), 16)[:, 0]
+    want = to_workspace(block_dct(4 * (v - 0.5)), 16)[:, 0]
+    assert float((4 * (ws - pol_s.visual_shift) - want).abs().max()) < 1e-5
+    assert float((4 * (patches(v, 16) - pol_m.visual_shift) - patches(4 * (v - 0.5), 16)).abs().max()) < 1e-6
+
+
+def test_a_reasoner_refuses_a_policy_built_for_the_other_kind_of_thought() -> None:
+    g = torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError, match="visual_input"):
+        SpecFlowReasoner(build_policy(16, 16, 1, 16, 2, 64, g, visual_input="pixel"), None)
+    with pytest.raises(ValueError, match="visual_input"):
+        MVoTReasoner(build_policy(64, 16, 1, 16, 2, 64, g), None)
+    with pytest.raises(ValueError, match="visual_input"):
+        TextOnlyReasoner(build_policy(64, 16, 1, 16, 2, 64, g))
+    with pytest.raises(ValueError, match="visual_input"):
+        build_policy(64, 16, 1, 16, 2, 64, g, visual_input="rgb")  # type: ignore[arg-type]

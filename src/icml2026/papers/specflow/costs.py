@@ -92,7 +92,8 @@ def measure_costs(
     else:
         side = int(round(tokens_per_thought ** 0.5))
         policy = build_policy((32 // side) ** 2, tokens_per_thought, n_layers, d_model, n_heads,
-                              (depth + 2) * (tokens_per_thought + 1), g, attn_implementation="eager").to(device)
+                              (depth + 2) * (tokens_per_thought + 1), g, attn_implementation="eager",
+                              visual_input="pixel").to(device)
         reasoner = MVoTReasoner(policy, FlowUpdater(net, "pixel", n_steps=n_ode_steps, w=w), tokens_per_thought)
     lake, moves = forced_path(depth)
     curve = CostCurve(method, tokens_per_thought if method == "mvot" else 16)

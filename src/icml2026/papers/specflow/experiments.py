@@ -343,8 +343,10 @@ def _train(cfg: HeadlineConfig, rng: np.random.Generator, baselines: bool) -> _T
     dev = cfg.device  # resolved by the experiment; weights are drawn on the CPU, then moved
     policies = {"specflow": build_policy(16, 16, cfg.n_layers, cfg.d_model, cfg.n_heads, 64, g).to(dev)}
     if baselines:
-        policies["mvot"] = build_policy(64, 16, cfg.n_layers, cfg.d_model, cfg.n_heads, ctx_mvot, g).to(dev)
-        policies["text"] = build_policy(64, 16, cfg.n_layers, cfg.d_model, cfg.n_heads, 64, g).to(dev)
+        policies["mvot"] = build_policy(64, 16, cfg.n_layers, cfg.d_model, cfg.n_heads, ctx_mvot, g,
+                                        visual_input="pixel").to(dev)
+        policies["text"] = build_policy(64, 16, cfg.n_layers, cfg.d_model, cfg.n_heads, 64, g,
+                                        visual_input="pixel").to(dev)
     losses = {k: train_policy(p, k, train, cfg.policy_steps, cfg.batch_size, cfg.lr_policy, g)
               for k, p in policies.items()}
     spec_flow = _flow(cfg, "spectral", g)
