@@ -90,6 +90,8 @@ class Policy(nn.Module):
         super().__init__()
         if visual_input not in ("dct", "pixel"):
             raise ValueError(f"visual_input: must be 'dct' or 'pixel', got {visual_input!r}")
+        # Deviation: the brief's "linear embedding of the kept coefficients" sees 4 (v - 0.5) rather than v. The
+        # function class is the same (an affine map of an affine map); only the start of training differs.
         shift = torch.full((visual_dim,), 0.5)
         if visual_input == "dct":
             shift = torch.zeros(visual_dim)
