@@ -71,10 +71,10 @@ class Policy(nn.Module):
     ``4 * d_model`` wide and every head keeps its own keys and values (no grouped-query attention), so the KV
     cache is ``layers x 2 x ctx x d_model`` numbers, the brief's formula.
 
-    Rotary positions (as in the paper's Qwen3-VL backbone) rather than GPT-2's learned absolute ones: with
-    GPT-2 the MVoT policy, whose newest thought sits at a different absolute position at every hop, did not
-    learn to read it (teacher-forced loss 1.16 nats after 8000 steps, oracle success 1.5% on 200 maps) while
-    the same policy as a Llama reached 0.51 nats and 30.5% in 6000 steps (2 layers, d = 64; one seed).
+    Rotary positions, as in the paper's Qwen3-VL backbone (until 2026-12-03 the policy was a GPT-2 with learned
+    absolute positions). The MVoT policy's failure to learn, first put down to the absolute positions, came from
+    the raw pixel inputs (see ``visual_input``): on raw pixels it stayed at 1.14-1.16 nats as a GPT-2 and as a
+    Llama alike.
 
     ``visual_input`` says what the visual features are, so that the policy reads every kind of thought as the
     same normalised image ``4 (v - 0.5)`` (values in [-2, 2], as image encoders normalise their pixels):
