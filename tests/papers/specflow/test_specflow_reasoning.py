@@ -216,18 +216,26 @@ def test_cached_rollout_equals_the_teacher_forced_forward(kind: str) -> None:
 
 def test_both_kinds_of_policy_read_the_same_normalised_image() -> None:
     # SpecFlow's workspace shifted as the policy does is the block DCT of 4 (v - 0.5); MVoT's patches are the
-    # patches of 4 (v - 0.5). Fails for a wrong DC constant (e.g. 0.5 instead of 0.5 * 8) or a missing shift.
-    from icml2026.papers.specflow.reasoners import patches
+    # patches of 4 (v - 0.5). Fails for a wrong DC constant (e.g. 0.5 instead of 0.5 * 8), a missing shift or scale.
+    from icml2026.papers.specflow.reasoners import VIS, patches
     from icml2026.papers.specflow.spectral import block_dct, to_workspace
 
     g = torch.Generator().manual_seed(0)
     v = torch.rand(3, 1, 32, 32, generator=g)
     pol_s = build_policy(16, 16, 1, 16, 2, 64, g)
     pol_m = build_policy(64, 16, 1, 16, 2, 64, g, visual_input="pixel")
-    ws = to_workspace(block_dct(v), 16)[:, 0]
-    want = to_workspace(block_dct(4 * (v - 0.5)), 16)[:, 0]
-    assert float((4 * (ws - pol_s.visual_shift) - want).abs().max()) < 1e-5
-    assert float((4 * (patches(v, 16) - pol_m.visual_shift) - patches(4 * (v - 0.5), 16)).abs().max()) < 1e-6
+    def visual_part(pol, feats):  # what embed adds for visual tokens, less the slot embedding
+        n = feats.shape[1]
+        out = pol.embed(torch.full((n,), VIS), torch.zeros(feats.shape[0], n, dtype=torch.long), feats, torch.arange(n))
+        return out - pol.slot[torch.arange(n)][None]
+
+    with torch.no_grad():
+        got_s = visual_part(pol_s, to_workspace(block_dct(v), 16)[:, 0])
+        want_s = pol_s.visual(to_workspace(block_dct(4 * (v - 0.5)), 16)[:, 0])
+        got_m = visual_part(pol_m, patches(v, 16))
+        want_m = pol_m.visual(patches(4 * (v - 0.5), 16))
+    assert float((got_s - want_s).abs().max()) < 1e-4
+    assert float((got_m - want_m).abs().max()) < 1e-4
 
 
 def test_a_reasoner_refuses_a_policy_built_for_the_other_kind_of_thought() -> None:

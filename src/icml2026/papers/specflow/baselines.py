@@ -20,12 +20,6 @@ from .reasoners import ACT, BOS, VIS, Policy, _Reasoner, _tokens, patches
 __all__ = ["MVoTReasoner", "TextOnlyReasoner"]
 
 
-def _require_pixel(policy: Policy, name: str) -> None:
-    if policy.visual_input != "pixel":
-        raise ValueError(f"policy: {name} reads pixel patches; got a policy built with "
-                         f"visual_input={policy.visual_input!r} (build_policy(..., visual_input='pixel'))")
-
-
 def _patch_tokens(policy: Policy, img: torch.Tensor, tokens_per_thought: int, lead: list[int],
                   lead_ids: list[int]) -> torch.Tensor:
     feats = patches(img, tokens_per_thought)
@@ -47,7 +41,6 @@ class MVoTReasoner(_Reasoner):
     def __init__(self, policy: Policy, updater: FlowUpdater | None, tokens_per_thought: int = 16,
                  max_extra_hops: int = 2):
         super().__init__(policy, max_extra_hops)
-        _require_pixel(policy, "MVoT")
         if updater is not None and updater.space != "pixel":
             raise ValueError("updater: MVoT generates its thoughts in pixel space (space='pixel')")
         if policy.slot.shape[0] < tokens_per_thought:
@@ -82,7 +75,6 @@ class TextOnlyReasoner(_Reasoner):
 
     def __init__(self, policy: Policy, tokens_per_thought: int = 16, max_extra_hops: int = 2):
         super().__init__(policy, max_extra_hops)
-        _require_pixel(policy, "text-only CoT")
         self.tokens_per_thought = tokens_per_thought
 
     def _start(self, img: torch.Tensor) -> tuple[torch.Tensor, object]:

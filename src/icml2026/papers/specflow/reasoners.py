@@ -185,7 +185,14 @@ class _Reasoner(abc.ABC):
     kind: str = ""
     n_visual_tokens: int = 0
 
+    #: the kind of visual features this reasoner feeds the policy (``Policy.visual_input``)
+    visual_input: VisualInput = "pixel"
+
     def __init__(self, policy: Policy, max_extra_hops: int = 2):
+        if policy.visual_input != self.visual_input:
+            raise ValueError(f"policy: {type(self).__name__} reads visual_input={self.visual_input!r} features; got a "
+                             f"policy built with visual_input={policy.visual_input!r} "
+                             f"(build_policy(..., visual_input={self.visual_input!r}))")
         self.policy = policy.eval()
         self.max_extra_hops = positive_int(max_extra_hops, "max_extra_hops", minimum=0, maximum=100)
 
@@ -325,13 +332,11 @@ class SpecFlowReasoner(_Reasoner):
     """
 
     kind = "specflow"
+    visual_input = "dct"
 
     def __init__(self, policy: Policy, updater: FlowUpdater | None, ws_keep: int = 16, block: int = 8,
                  max_extra_hops: int = 2):
         super().__init__(policy, max_extra_hops)
-        if policy.visual_input != "dct":
-            raise ValueError(f"policy: SpecFlow reads a block-DCT workspace; got a policy built with "
-                             f"visual_input={policy.visual_input!r} (build_policy(..., visual_input='dct'))")
         if updater is not None and updater.space != "spectral":
             raise ValueError("updater: SpecFlow needs a spectral FlowUpdater")
         self.updater, self.ws_keep, self.block = updater, ws_keep, block
