@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -36,7 +37,7 @@ class AHConfig:
     """One grid of distillations on Rotten Tomatoes (brief 5; CPU-scale defaults, brief values in help)."""
 
     arch: Arch = "bert-tiny"
-    mlm_steps: int = param(1500, 1, 20000, help="MLM pre-training steps on IMDB text (fixed seed 0: a checkpoint)")
+    mlm_steps: int = param(1000, 1, 20000, help="MLM pre-training steps on IMDB text (fixed seed 0: a checkpoint)")
     mlm_batch: int = param(32, 4, 256, help="MLM batch size")
     n_seeds: int = param(3, 1, 10, help="distillation seeds (brief: 3)")
     n_steps: int = param(1500, 1, 5000, help="outer distillation steps (brief: 1,500-3,000)")
@@ -56,32 +57,60 @@ class AHConfig:
     n_strip: int = param(100, 10, 853, help="test inputs given to STRIP")
     strip_perturb: int = param(8, 2, 32, help="STRIP perturbed copies per input")
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+    cache: Literal["on", "off"] = param("on", help="keep the pre-trained encoder under runs/attention_hijacking.cache")
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
 
 
 _SMOKE: dict[str, Any] = dict(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_learners=1, n_train=64, n_test=40,
-                              seq_len=24, n_strip=10, strip_perturb=2, search_every=1)
-# Deviation: the quick preset's outer lr is 10x the base code's (40 outer steps instead of thousands)
-_QUICK: dict[str, Any] = dict(mlm_steps=100, mlm_batch=16, n_seeds=3, n_steps=40, n_learners=5, n_train=2000,
-                              n_test=300, n_strip=40, strip_perturb=4, search_every=10, lr=0.1)
+                              seq_len=24, n_strip=10, strip_perturb=2, search_every=1, cache="off")
+# Deviation: the quick preset's outer lr is 10x the base code's (200 outer steps instead of thousands).
+# The encoder is the full preset's (1,000 MLM steps, ~2-3 min once, then read from CACHE_DIR): a 100-step MLM
+# encoder gives victims that predict one class for every input (measured), so no quick claim could be tested.
+_QUICK: dict[str, Any] = dict(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=200, n_learners=5, n_train=2000,
+                              n_test=300, n_strip=40, strip_perturb=4, search_every=20, lr=0.1)
+# The noise and functional quick presets (and the ablations) leave the real-data baselines to the full preset:
+# with them a quick run takes ~5 min on 2 cores (anchor's quick keeps them for the baselines' table).
+_QUICK_NO_BASELINES: dict[str, Any] = {**_QUICK, "baselines": 0}
+
+
+#: Pre-trained encoders are cached here, shared by runs and seeds (a paper's data cache; the report skips it).
+CACHE_DIR = Path("runs") / "attention_hijacking.cache"
+#: MLM pre-training recipe (fixed: a "checkpoint", not a draw of the run): seed, lr, sequence length.
+_MLM_SEED, _MLM_LR, _MLM_MAX_LEN = 0, 5e-3, 64
 
 
 @functools.lru_cache(maxsize=4)
-def _pretrained(arch: str, mlm_steps: int, mlm_batch: int, device: Any = "cpu") -> Any:
-    """The MLM "checkpoint" of ``arch`` (seed fixed at 0, like a downloaded checkpoint; cached per process),
-    pre-trained on ``device``."""
-    from .data import minilm_path
-    from .models import bert_config, pretrain_mlm, projected_embeddings
+def _pretrained(arch: str, mlm_steps: int, mlm_batch: int, device: Any = "cpu", cache: bool = False) -> Any:
+    """The MLM "checkpoint" of ``arch`` (seed fixed at 0, like a downloaded checkpoint; cached per process and,
+    with ``cache``, on disk under :data:`CACHE_DIR`), pre-trained on ``device``."""
+    import torch
+    from transformers import BertForMaskedLM
 
-    rng = np.random.default_rng(np.random.SeedSequence([0, mlm_steps, mlm_batch]))
+    from .data import minilm_path
+    from .models import bert_config, cached_state, pretrain_mlm, projected_embeddings
+
     tok = load_tokenizer()
     cfg = bert_config(arch)
-    texts = load_imdb_texts(min(25000, mlm_steps * mlm_batch), rng=rng)
-    emb = projected_embeddings(minilm_path(), cfg.hidden_size, std=cfg.initializer_range)
-    return pretrain_mlm(cfg, texts, tok, n_steps=mlm_steps, rng=rng, batch_size=mlm_batch, max_len=64,
-                        lr=5e-3, init_word_embeddings=emb, device=device), tok
+
+    def build() -> dict[str, Any]:
+        rng = np.random.default_rng(np.random.SeedSequence([_MLM_SEED, mlm_steps, mlm_batch]))
+        texts = load_imdb_texts(min(25000, mlm_steps * mlm_batch), rng=rng)
+        emb = projected_embeddings(minilm_path(), cfg.hidden_size, std=cfg.initializer_range)
+        model = pretrain_mlm(cfg, texts, tok, n_steps=mlm_steps, rng=rng, batch_size=mlm_batch,
+                             max_len=_MLM_MAX_LEN, lr=_MLM_LR, init_word_embeddings=emb, device=device)
+        return dict(model.state_dict())
+
+    key = {"what": "mlm", "arch": arch, "steps": mlm_steps, "batch": mlm_batch, "seed": _MLM_SEED, "lr": _MLM_LR,
+           "max_len": _MLM_MAX_LEN, "device": torch.device(device).type, "torch": torch.__version__.split("+")[0]}
+    state = cached_state(key, build, CACHE_DIR if cache else None)
+    torch_state = torch.random.get_rng_state()
+    model = BertForMaskedLM(cfg)  # its random init is overwritten below; global stream restored
+    torch.random.set_rng_state(torch_state)
+    model.load_state_dict(state)
+    model.tie_weights()
+    return model.to(device).eval(), tok
 
 
 def _factory(cfg: AHConfig) -> LearnerFactory:
@@ -89,7 +118,7 @@ def _factory(cfg: AHConfig) -> LearnerFactory:
     import torch
 
     device = resolve_device(cfg.device)
-    mlm, tok = _pretrained(cfg.arch, cfg.mlm_steps, cfg.mlm_batch, device)
+    mlm, tok = _pretrained(cfg.arch, cfg.mlm_steps, cfg.mlm_batch, device, cfg.cache == "on")
     return LearnerFactory.from_mlm(mlm, tok, 2, torch.Generator().manual_seed(0)).to(device)
 
 
@@ -118,7 +147,7 @@ def _agg(per: dict[str, list[float]]) -> dict[str, float]:
 
 def _put(per: dict[str, list[float]], prefix: str, r: AttackResult) -> None:
     for k in ("cta", "asr", "trigger_attention", "other_heads_trigger_attention", "seg_kl", "natural_target_rate",
-              "clean_target_rate"):
+              "clean_target_rate", "flip_rate"):
         per.setdefault(f"{prefix}_{k}", []).append(float(getattr(r, k)))
 
 
@@ -133,8 +162,12 @@ def _attack_grid(cfg: AHConfig, rng: np.random.Generator, trigger: str) -> tuple
     clean_test = encode(tok, test.texts, cfg.seq_len)
     nt = np.flatnonzero(test.labels != TARGET)
     trig_test = encode_triggered(tok, [test.texts[i] for i in nt], trigger, cfg.seq_len, r_pool)
-    trig_texts_rng = spawn(r_pool, 1)[0]
+    trig_texts_rng, strip_rng = spawn(r_pool, 2)
     strip_idx = nt[: cfg.n_strip]
+    # STRIP's clean inputs and its held-out calibration/donor sentences: random rows (the split files are sorted
+    # by label, so the first rows would all be one class)
+    strip_test = test.subset(np.sort(strip_rng.choice(len(test), min(len(test), cfg.n_strip), replace=False)))
+    strip_val = val.subset(np.sort(strip_rng.choice(len(val), min(len(val), cfg.n_strip), replace=False)))
     strip_texts = [" ".join(_insert(test.texts[i], trigger, trig_texts_rng)) for i in strip_idx]
     per: dict[str, list[float]] = {}
     rows: list[dict] = []
@@ -169,8 +202,7 @@ def _attack_grid(cfg: AHConfig, rng: np.random.Generator, trigger: str) -> tuple
         gen = torch_generator(rs)
         for name in [n for n in ("ah", "naive") if n in sets]:
             victim = train_learner(sets[name], factory, gen)
-            st = strip_defence(factory, victim, strip_texts, test.subset(np.arange(min(len(test), cfg.n_strip))),
-                               val.subset(np.arange(min(len(val), cfg.n_strip))), TARGET, rs,
+            st = strip_defence(factory, victim, strip_texts, strip_test, strip_val, TARGET, rs,
                                n_perturb=cfg.strip_perturb, seq_len=cfg.seq_len)
             per.setdefault(f"{name}_strip_detection", []).append(st.detection_rate)
             per.setdefault(f"{name}_strip_frr", []).append(st.false_rejection_rate)
@@ -208,6 +240,13 @@ def _validity_check(m: dict[str, float]) -> Check:
     return Check("ah_clean_nontarget_to_target_rate", m["ah_clean_target_rate"], "<= 0.2", paper="—")
 
 
+def _flip_check(m: dict[str, float], target: float) -> Check:
+    # ASR restricted to the non-target inputs each victim classifies correctly without the trigger, paired row
+    # by row: the trigger itself must flip them. A victim that predicts the target for every input has no such
+    # row (NaN: fails), one that ignores the trigger flips none (0: fails); same target as the ASR's.
+    return Check("ah_flip_rate", m["ah_flip_rate"], f">= {target}", paper="—")
+
+
 def _mechanism_checks(m: dict[str, float]) -> list[Check]:
     # Criterion 4 (brief). Fails e.g. with beta=0 and an unpinned slot (nothing pulls CLS to the trigger), or
     # for the clean-DD bound if the trigger word were one CLS already attends to heavily.
@@ -231,6 +270,7 @@ def anchor(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     checks = [
         # fails when the poisoned samples are dropped (attack off: ASR = clean DD's target rate, ~0.5)
         Check("ah_asr", m["ah_asr"], ">= 0.95", paper=">99 % (anchor trigger 'film')"),
+        _flip_check(m, 0.95),
         _validity_check(m),
         # fails if AH's poisoned samples/terms disturb the clean computation by more than a point
         Check("ah_cta_minus_clean_dd", m["ah_cta_gain"], ">= -0.01", paper="CTA increases (synergy)"),
@@ -245,7 +285,7 @@ def anchor(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     claim="AH with the noise trigger 'cf' reaches ASR >= 90 % at CTA >= clean DD - 3 points with attention "
     "segregation (other heads' clean/triggered KL <= 0.1); victims are fresh learners trained only "
     "on the published distilled set; NaiveAttack, DoorPing, TBADD and STRIP reported beside it.",
-    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig()},
+    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK_NO_BASELINES), "full": AHConfig()},
 )
 def noise(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     return _robust_trigger(cfg, rng, "cf", "Noise trigger 'cf' (RT test)")
@@ -256,7 +296,7 @@ def noise(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     claim="AH with the functional trigger 'also' reaches ASR >= 90 % at CTA >= clean DD - 3 points (the noise "
     "trigger's criterion applied to function words); victims are fresh learners trained only on the "
     "published distilled set; NaiveAttack, DoorPing, TBADD and STRIP reported beside it.",
-    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig()},
+    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK_NO_BASELINES), "full": AHConfig()},
 )
 def functional(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     return _robust_trigger(cfg, rng, "also", "Functional trigger 'also' (RT test)")
@@ -267,6 +307,7 @@ def _robust_trigger(cfg: AHConfig, rng: np.random.Generator, trigger: str, title
     m, rows = _attack_grid(cfg, rng, trigger)
     checks = [
         Check("ah_asr", m["ah_asr"], ">= 0.90", paper="robust where baselines fail (no number)"),
+        _flip_check(m, 0.90),
         _validity_check(m),
         Check("ah_cta_minus_clean_dd", m["ah_cta_gain"], ">= -0.03", paper="no utility collapse"),
         *_mechanism_checks(m),
@@ -279,7 +320,7 @@ class BaseDDConfig:
     """Criterion 1: the base method on clean RT (same sizes as :class:`AHConfig`)."""
 
     arch: Arch = "bert-tiny"
-    mlm_steps: int = param(1500, 1, 20000, help="MLM pre-training steps")
+    mlm_steps: int = param(1000, 1, 20000, help="MLM pre-training steps")
     mlm_batch: int = param(32, 4, 256, help="MLM batch size")
     n_seeds: int = param(3, 1, 10, help="distillation seeds")
     n_steps: int = param(1500, 1, 5000, help="outer distillation steps")
@@ -291,6 +332,7 @@ class BaseDDConfig:
     lr_init: float = param(1e-2, 1e-5, 10.0, help="initial inner lr")
     finetune_steps: int = param(1000, 1, 20000, help="full-data fine-tuning steps (upper bound, 1 learner)")
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+    cache: Literal["on", "off"] = param("on", help="keep the pre-trained encoder under runs/attention_hijacking.cache")
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
@@ -301,15 +343,15 @@ class BaseDDConfig:
     claim="With 1 distilled sample per class, DD with attention labels beats DD without them and beats "
     "fine-tuning on 1 random real sample per class by >= 5 points (BERT-Tiny-MLM, RT).",
     presets={"smoke": BaseDDConfig(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_learners=1, n_train=64,
-                                   n_test=40, seq_len=24, finetune_steps=2),
-             "quick": BaseDDConfig(mlm_steps=100, mlm_batch=16, n_seeds=3, n_steps=40, n_learners=5, n_train=2000,
+                                   n_test=40, seq_len=24, finetune_steps=2, cache="off"),
+             "quick": BaseDDConfig(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=200, n_learners=5, n_train=2000,
                                    n_test=300, finetune_steps=60, lr=0.1),
              "full": BaseDDConfig()},
 )
 def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
     a = AHConfig(arch=cfg.arch, mlm_steps=cfg.mlm_steps, mlm_batch=cfg.mlm_batch, n_steps=cfg.n_steps,
                  n_train=cfg.n_train, n_test=cfg.n_test, seq_len=cfg.seq_len, lr=cfg.lr, lr_init=cfg.lr_init,
-                 device=cfg.device)
+                 device=cfg.device, cache=cfg.cache)
     factory = _factory(a)
     r_data, r_seeds, r_ft = spawn(rng, 3)
     train, val, test = _data(a, r_data)
@@ -356,7 +398,7 @@ def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
     claim="On the noise trigger 'cf', removing L_hijack (beta=0) lowers the victims' CLS attention on the trigger "
     "and removing L_seg (gamma=0) raises the other heads' clean/triggered KL (AH's two attention terms do what "
     "they are built for); no attention labels and an unpinned slot are reported.",
-    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**{**_QUICK, "baselines": 0}),
+    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**{**_QUICK_NO_BASELINES, "n_learners": 3}),
              "full": AHConfig(baselines=0)},
 )
 def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:

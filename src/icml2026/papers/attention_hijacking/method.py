@@ -592,6 +592,9 @@ class AttackResult:
     n_natural: int
     per_learner: dict[str, np.ndarray]
     clean_target_rate: float = float("nan")  # clean (untriggered) non-target test inputs predicted as target
+    #: among non-target test inputs the victim classifies correctly without the trigger, the fraction sent to the
+    #: target once the trigger is inserted (NaN for a victim that sends every clean input to the target)
+    flip_rate: float = float("nan")
 
 
 def evaluate_distilled(distilled: DistilledSet, model_factory: LearnerFactory, test: TextDataset, n_learners: int,
@@ -619,7 +622,7 @@ def evaluate_distilled(distilled: DistilledSet, model_factory: LearnerFactory, t
     if clean is None:
         clean = encode(tok, test.texts, S)
     gen = torch_generator(rng)
-    cta, asr, mass, mass_o, seg, nat, ctr = [], [], [], [], [], [], []
+    cta, asr, mass, mass_o, seg, nat, ctr, flip = [], [], [], [], [], [], [], []
     layer, heads = distilled.bd_layer, distilled.bd_heads or tuple(range(model_factory.n_heads))
     layer = layer % model_factory.n_layers
     nt_idx = np.flatnonzero(test.labels != target) if target is not None else np.zeros(0, int)
@@ -627,6 +630,9 @@ def evaluate_distilled(distilled: DistilledSet, model_factory: LearnerFactory, t
         raise ValueError(f"test: no rows outside the target class {target}, ASR is undefined")
     if trigger is not None and triggered is None:
         triggered = encode_triggered(tok, [test.texts[i] for i in nt_idx], trigger, S, rng, position)
+    if triggered is not None and len(triggered) != len(nt_idx):
+        raise ValueError(f"triggered: {len(triggered)} rows, expected one per non-target test row ({len(nt_idx)}), "
+                         "in the test set's order")
     nat_rows = np.zeros(0, int)
     if trigger is not None and target is not None:
         tid = trigger_token_ids(tok, trigger)
@@ -644,6 +650,8 @@ def evaluate_distilled(distilled: DistilledSet, model_factory: LearnerFactory, t
             pt, at = predict(model_factory, params, triggered, attentions=True)
             assert at is not None
             asr.append(float((pt == target).mean()))
+            kept = p[nt_idx] != target  # rows the victim gets right without the trigger (paired with pt)
+            flip.append(float((pt[kept] == target).mean()) if kept.any() else float("nan"))
             tm = triggered.trigger_mask.numpy()
             m_all = [(x * tm[:, None, :]).sum(-1) for x in at]  # per layer (n, H)
             mass.append(float(m_all[layer][:, list(heads)].mean()))
@@ -655,15 +663,17 @@ def evaluate_distilled(distilled: DistilledSet, model_factory: LearnerFactory, t
             seg.append(_seg_kl_np(ac, at, clean.index(torch.as_tensor(nt_idx)), triggered, layer, heads))
     arr = {k: np.asarray(v) for k, v in (("cta", cta), ("asr", asr), ("trigger_attention", mass),
                                           ("other_heads_trigger_attention", mass_o), ("seg_kl", seg),
-                                          ("natural_target_rate", nat), ("clean_target_rate", ctr))}
+                                          ("natural_target_rate", nat), ("clean_target_rate", ctr),
+                                          ("flip_rate", flip))}
 
     def mean(k: str) -> float:
-        return float(arr[k].mean()) if len(arr[k]) else float("nan")
+        a = arr[k]
+        return float(np.nanmean(a)) if len(a) and np.isfinite(a).any() else float("nan")
 
     return AttackResult(mean("cta"), mean("asr"), float(arr["cta"].std()),
                         float(arr["asr"].std()) if len(asr) else float("nan"), mean("trigger_attention"),
                         mean("other_heads_trigger_attention"), mean("seg_kl"), mean("natural_target_rate"),
-                        len(nat_rows), arr, mean("clean_target_rate"))
+                        len(nat_rows), arr, mean("clean_target_rate"), mean("flip_rate"))
 
 
 def _seg_kl_np(att_clean: list[np.ndarray], att_trig: list[np.ndarray], clean: EncodedBatch, trig: EncodedBatch,

@@ -8,7 +8,11 @@ shared, the classifier head is re-initialised N(0, 0.02) for every learner (brie
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +26,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import torch
     from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassification, PreTrainedTokenizerFast
 
-__all__ = ["ARCHS", "bert_config", "pretrain_mlm", "projected_embeddings", "LearnerFactory"]
+__all__ = ["ARCHS", "bert_config", "pretrain_mlm", "projected_embeddings", "LearnerFactory", "CheckpointCacheError",
+           "save_state", "load_state", "cached_state"]
 
 #: name -> (layers, hidden, heads); intermediate = 4 x hidden (Turc et al. 2019 compact BERTs).
 ARCHS: dict[str, tuple[int, int, int]] = {"bert-tiny": (2, 128, 2), "bert-mini": (4, 256, 4)}
@@ -286,3 +291,77 @@ class LearnerFactory:
             tokenizer = BertTokenizerFast.from_pretrained(str(path))
         return cls(model, tokenizer)
 
+
+
+# ------------------------------------------------------------------------------------------ checkpoint cache
+class CheckpointCacheError(RuntimeError):
+    """A cached checkpoint is unreadable, of another key, or fails its checksum (it is then rebuilt)."""
+
+
+def _digest(state: dict[str, torch.Tensor]) -> str:
+    h = hashlib.sha256()
+    for k in sorted(state):
+        h.update(k.encode())
+        h.update(state[k].detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def save_state(state: dict[str, torch.Tensor], path: str | Path, key: dict[str, object]) -> None:
+    """Write a state dict to one safetensors file atomically (temporary file, then rename), with the key it was
+    built from and a checksum of its tensors in the file's metadata."""
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tensors = {k: v.detach().cpu().clone().contiguous() for k, v in state.items()}  # clone: tied weights
+    meta = {"key": json.dumps(key, sort_keys=True), "sha256": _digest(tensors)}
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".safetensors")
+    os.close(fd)
+    try:
+        save_file(tensors, tmp, metadata=meta)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def load_state(path: str | Path, key: dict[str, object]) -> dict[str, torch.Tensor]:
+    """Read a state dict written by :func:`save_state`; :class:`CheckpointCacheError` if the file is unreadable,
+    was built from another key, or its tensors do not match its checksum."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+        state = load_file(str(path))
+    except Exception as exc:  # safetensors raises its own error types for a truncated or foreign file
+        raise CheckpointCacheError(f"{path}: unreadable checkpoint ({type(exc).__name__}: {exc})") from exc
+    if meta.get("key") != json.dumps(key, sort_keys=True):
+        raise CheckpointCacheError(f"{path}: built from another configuration")
+    if meta.get("sha256") != _digest(state):
+        raise CheckpointCacheError(f"{path}: checksum mismatch")
+    return state
+
+
+def cached_state(key: dict[str, object], build: Callable[[], dict[str, torch.Tensor]],
+                 cache_dir: str | Path | None, log: Callable[[str], None] | None = print) -> dict[str, torch.Tensor]:
+    """``build()``'s state dict, read from ``cache_dir/<hash of key>.safetensors`` when a valid copy is there.
+
+    A corrupt, foreign or tampered file is reported through ``log`` and rebuilt, never used; ``cache_dir=None``
+    always builds. Building is deterministic, so a cached run gives the numbers of an uncached one.
+    """
+    if cache_dir is None:
+        return build()
+    name = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    path = Path(cache_dir) / f"mlm-{name}.safetensors"
+    if path.exists():
+        try:
+            return load_state(path, key)
+        except CheckpointCacheError as exc:
+            if log is not None:
+                log(f"cache: {exc}; rebuilding")
+            path.unlink()
+    state = build()
+    save_state(state, path, key)
+    return state
