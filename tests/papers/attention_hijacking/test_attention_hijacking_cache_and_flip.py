@@ -135,3 +135,25 @@ def test_triggered_rows_must_match_the_non_target_test_rows(factory, rt_small, c
     with pytest.raises(ValueError, match="one per non-target test row"):
         evaluate_distilled(clean_set, factory, test, 1, np.random.default_rng(1), trigger="cf", target=1,
                            triggered=trig, seq_len=16)
+
+
+def test_hijack_reaches_the_victims_through_the_distilled_attention_labels(factory, rt_small):
+    """Criterion 4's mechanism on a tiny random learner: victims of an AH set attend to the inserted trigger
+    more than victims of a clean set, and only when trained with the published attention labels.
+
+    Measured (150 outer steps, seeds 0-2): 0.16-0.19 with the labels, 0.068 without them and after clean DD.
+    Fails if the attention labels are dropped from the victim's inner loss, or if AH's poisoned samples
+    carry no attention on the trigger slot (beta = 0 and an unpinned, uniform slot).
+    """
+    train, test = rt_small
+    kw = dict(seq_len=16, n_steps=150, batch_size=8, lr=0.1, trigger="cf", target=1)
+    ah = distill(factory, train, DistillConfig(attack=True, **kw), np.random.default_rng(0), show_progress=False)
+    clean = distill(factory, train, DistillConfig(**kw), np.random.default_rng(0), show_progress=False)
+
+    def mass(ds, labels=True):  # type: ignore[no-untyped-def]
+        return evaluate_distilled(ds, factory, test, 2, np.random.default_rng(0), trigger="cf", target=1,
+                                  use_attention_labels=labels).trigger_attention
+
+    m_ah, m_no_labels, m_clean = mass(ah), mass(ah, labels=False), mass(clean)
+    assert m_ah - m_clean >= 0.05, (m_ah, m_clean)
+    assert m_ah - m_no_labels >= 0.05, (m_ah, m_no_labels)
