@@ -58,3 +58,13 @@ def test_strip_false_rejection_rate_is_near_its_setting(factory, rt_small):
     # the threshold is the 20 % quantile of clean entropies measured on the same clean set: FRR ~0.2
     assert 0.1 <= res.false_rejection_rate <= 0.3
     assert 0.0 <= res.detection_rate <= 1.0 and 0.0 <= res.asr_after <= 1.0
+
+
+def test_linear_probe_accuracy_is_a_test_accuracy_and_refuses_one_class(factory, rt_small):
+    from icml2026.papers.attention_hijacking import linear_probe_accuracy
+
+    train, test = rt_small
+    acc = linear_probe_accuracy(factory, train, test, seq_len=16)
+    assert 0.0 <= acc <= 1.0 and acc * len(test) == pytest.approx(round(acc * len(test)))  # a count over test
+    with pytest.raises(ValueError, match="both classes"):
+        linear_probe_accuracy(factory, train.subset(np.flatnonzero(train.labels == 1)), test, seq_len=16)

@@ -39,6 +39,7 @@ __all__ = [
     "tbadd",
     "random_real_baseline",
     "full_finetune",
+    "linear_probe_accuracy",
     "StripResult",
     "strip_defence",
 ]
@@ -200,6 +201,38 @@ def full_finetune(model_factory: LearnerFactory, data: TextDataset, test: TextDa
     params = _adam_finetune(model_factory, torch_generator(rng), batches, labels, lr)
     p, _ = predict(model_factory, params, encode(tok, test.texts, seq_len))
     return float((p == test.labels).mean())
+
+
+def linear_probe_accuracy(model_factory: LearnerFactory, data: TextDataset, test: TextDataset, *,
+                          seq_len: int = 48, chunk: int = 256) -> float:
+    """Test accuracy of a logistic-regression probe (scikit-learn, standardised features) on the frozen encoder's
+    pooled output: how much of the task a classifier head on these features can read at all.
+
+    A one-step victim's prediction is a linear function of (nearly) these features, so this bounds what any
+    distilled set can teach it; a diagnostic reported beside the CTAs, not a method of the paper.
+    """
+    import torch
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    if len(set(data.labels.tolist())) < 2:
+        raise ValueError("data: needs both classes to fit a probe")
+
+    def feats(ds: TextDataset) -> np.ndarray:
+        b = encode(model_factory.tokenizer, ds.texts, seq_len)  # type: ignore[arg-type]
+        dev = model_factory.device
+        out = []
+        with torch.no_grad():
+            for s in range(0, len(ds), chunk):
+                o = model_factory.model.bert(input_ids=b.input_ids[s:s + chunk].to(dev),
+                                             attention_mask=b.attention_mask[s:s + chunk].to(dev))
+                out.append(o.pooler_output.float().cpu().numpy())
+        return np.concatenate(out)
+
+    clf = make_pipeline(StandardScaler(), LogisticRegression(C=0.1, max_iter=3000))
+    clf.fit(feats(data), data.labels)
+    return float(clf.score(feats(test), test.labels))
 
 
 @dataclass

@@ -21,7 +21,15 @@ from icml2026.core.plotting import new_figure, range_yerr
 from icml2026.core.progress import track
 from icml2026.core.rng import torch_generator
 
-from .baselines import doorping, full_finetune, naive_attack, random_real_baseline, strip_defence, tbadd
+from .baselines import (
+    doorping,
+    full_finetune,
+    linear_probe_accuracy,
+    naive_attack,
+    random_real_baseline,
+    strip_defence,
+    tbadd,
+)
 from .data import TextDataset, encode, encode_triggered, load_imdb_texts, load_rotten_tomatoes, load_tokenizer
 from .method import AttackResult, DistillConfig, distill, encode_attack_pools, evaluate_distilled, train_learner
 from .models import LearnerFactory
@@ -375,6 +383,8 @@ def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
     m["cta_full_finetune"] = full_finetune(factory, train, test, r_ft, n_steps=cfg.finetune_steps,
                                            seq_len=cfg.seq_len)
     m["majority_rate"] = float(max(np.mean(test.labels), 1 - np.mean(test.labels)))
+    # what a linear head on the frozen encoder's pooled output can read at all (bounds a one-step victim)
+    m["cta_linear_probe"] = linear_probe_accuracy(factory, train, test, seq_len=cfg.seq_len)
     checks = [
         # paired over seeds; fails if attention labels are ignored by the inner loss (lam = 0 gives ~0 gain with
         # run-to-run noise of either sign). Strict: the brief's ">=" is met by a tie of two constant victims
@@ -388,6 +398,7 @@ def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
     ax.bar(np.arange(3), [m[f"cta_{n}"] for n in names])
     ax.axhline(m["cta_full_finetune"], ls="--", color="k", label="full fine-tune")
     ax.axhline(m["majority_rate"], ls=":", color="grey", label="majority")
+    ax.axhline(m["cta_linear_probe"], ls="-.", color="tab:green", label="linear probe (frozen encoder)")
     ax.set_xticks(np.arange(3), names)
     ax.legend(fontsize=8)
     return Outcome(metrics=m, checks=checks, figures={"cta": fig}, tables={"per_seed": rows})
