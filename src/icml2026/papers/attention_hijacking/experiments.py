@@ -217,7 +217,8 @@ def _attack_grid(cfg: AHConfig, rng: np.random.Generator, trigger: str) -> tuple
                 res = ev(ds, rng=rr)
             _put(per, name, res)
             row[f"{name}_cta"], row[f"{name}_asr"] = round(res.cta, 3), round(res.asr, 3)
-        per.setdefault("n_natural", []).append(float(res.n_natural))
+            if name == "ah":  # test rows behind ah_natural_target_rate (DoorPing's own trigger has other rows)
+                per.setdefault("n_natural", []).append(float(res.n_natural))
         # STRIP on one victim of each attack (the defender sees the victim model and clean validation data)
         gen = torch_generator(rs)
         for name in [n for n in ("ah", "naive") if n in sets]:
@@ -399,9 +400,10 @@ def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
     m["cta_linear_probe"] = linear_probe_accuracy(factory, train, test, seq_len=cfg.seq_len)
     checks = [
         # paired over seeds; fails if attention labels are ignored by the inner loss (lam = 0 gives ~0 gain with
-        # run-to-run noise of either sign). Strict: the brief's ">=" is met by a tie of two constant victims
-        # (CTA 0.5 = 0.5, seen at our scale), which is no evidence that the labels help.
-        Check("gain_vs_no_attention", m["gain_vs_no_attention"], "> 0.0", paper="attention labels help (Maekawa)"),
+        # run-to-run noise of either sign). One point, not the brief's ">= 0": two victims at chance tie within a
+        # few predictions (quick seed 0 measured -0.0002, one prediction in 4,500), so a target at 0 would let
+        # float noise on another machine decide the verdict; a one-point gain is outside that tie.
+        Check("gain_vs_no_attention", m["gain_vs_no_attention"], ">= 0.01", paper="attention labels help (Maekawa)"),
         # fails when distillation learns nothing (a distilled set at init is no better than random real data)
         Check("gain_vs_random_real", m["gain_vs_random_real"], ">= 0.05", paper="—"),
     ]
