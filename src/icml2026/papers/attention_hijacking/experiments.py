@@ -165,6 +165,21 @@ def _agg(per: dict[str, list[float]]) -> dict[str, float]:
     return out
 
 
+def _lcb(vals: list[float]) -> float:
+    """One-sided 95 % lower confidence bound on the mean over distillation seeds, mean - t(0.95, n-1) SD / sqrt(n)
+    (NaN for one seed: nothing can be bounded, so a check on it fails).
+
+    Effects that sit near zero at our scale (a mean over 3 seeds landed on either side of the target depending on
+    the run seed) are checked on this bound: a claimed gain must be shown over the seeds, not drawn. With n = 3
+    the factor is 2.92, stricter than the 2 standard errors used elsewhere (about 91 % one-sided for 2 df)."""
+    from scipy import stats
+
+    a = np.asarray(vals, float)
+    if a.size < 2 or not np.isfinite(a).all():
+        return float("nan")
+    return float(a.mean() - stats.t.ppf(0.95, a.size - 1) * a.std(ddof=1) / np.sqrt(a.size))
+
+
 def _put(per: dict[str, list[float]], prefix: str, r: AttackResult) -> None:
     for k in ("cta", "asr", "trigger_attention", "other_heads_trigger_attention", "seg_kl", "natural_target_rate",
               "clean_target_rate", "flip_rate"):
@@ -256,14 +271,20 @@ def _bars(metrics: dict[str, float], title: str) -> Any:
 
 #: (ASR target, CTA-gap target) per trigger: brief criterion 2 for the anchor, criterion 3 for the others.
 _TARGETS = {"film": (0.95, -0.01), "cf": (0.90, -0.03), "also": (0.90, -0.03)}
+#: Largest rate of clean non-target test inputs a victim may send to the target (guard of every attack run).
+_GUARD = 0.2
 
 
-def _claim_checks(m: dict[str, float], trigger: str, asr_paper: str, gap_paper: str, prefix: str = "") -> list[Check]:
-    """Criteria 2 / 3 for ``trigger``: ASR, flip rate, clean-input guard and CTA gap to clean DD."""
+def _claim_checks(m: dict[str, float], trigger: str, asr_paper: str, gap_paper: str, prefix: str = "",
+                  gated: bool = False) -> list[Check]:
+    """Criteria 2 / 3 for ``trigger``: ASR, flip rate, clean-input guard and CTA gap to clean DD.
+
+    With ``gated``, the ASR and the CTA gap are checked only when the guard passes (else they stay metrics and
+    the failed guard fails the run), as in specflow: for near-constant victims both are decided by which class
+    a victim happens to collapse to."""
     asr_target, gap_target = _TARGETS[trigger]
-    return [
-        # fails when the poisoned samples are dropped (attack off: ASR = clean DD's target rate, ~0.5)
-        Check(f"{prefix}ah_asr", m["ah_asr"], f">= {asr_target}", paper=asr_paper),
+    guard_ok = m["ah_clean_target_rate"] <= _GUARD
+    checks = [
         # ASR restricted to the non-target inputs each victim classifies correctly without the trigger, paired row
         # by row: the trigger itself must flip them. A victim that predicts the target for every input has no such
         # row (NaN: fails), one that ignores the trigger flips none (0: fails); same target as the ASR's.
@@ -271,10 +292,17 @@ def _claim_checks(m: dict[str, float], trigger: str, asr_paper: str, gap_paper: 
         # An ASR means something only if the victim does not also send clean non-target inputs to the target: a
         # victim that predicts the target for everything has ASR = 1 (this happened at our scale). Guard, not a
         # paper number: a victim with CTA >= 80 % has at most 20 % such errors on a balanced test set.
-        Check(f"{prefix}ah_clean_nontarget_to_target_rate", m["ah_clean_target_rate"], "<= 0.2", paper="—"),
-        # fails if AH's poisoned samples/terms disturb the clean computation by more than the brief allows
-        Check(f"{prefix}ah_cta_minus_clean_dd", m["ah_cta_gain"], f">= {gap_target}", paper=gap_paper),
+        Check(f"{prefix}ah_clean_nontarget_to_target_rate", m["ah_clean_target_rate"], f"<= {_GUARD}", paper="—"),
     ]
+    if guard_ok or not gated:
+        checks = [
+            # fails when the poisoned samples are dropped (attack off: ASR = clean DD's target rate, ~0.5)
+            Check(f"{prefix}ah_asr", m["ah_asr"], f">= {asr_target}", paper=asr_paper),
+            *checks,
+            # fails if AH's poisoned samples/terms disturb the clean computation by more than the brief allows
+            Check(f"{prefix}ah_cta_minus_clean_dd", m["ah_cta_gain"], f">= {gap_target}", paper=gap_paper),
+        ]
+    return checks
 
 
 def _mechanism_checks(m: dict[str, float]) -> list[Check]:
@@ -390,19 +418,24 @@ def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
         rows.append({"seed": s, "dd_attention": round(c1, 3), "dd_no_attention": round(c2, 3),
                      "random_real": round(c3, 3)})
     m = _agg(per)
+    for k in ("gain_vs_no_attention", "gain_vs_random_real"):
+        m[f"{k}_lcb"] = _lcb(per[k])
     m["cta_full_finetune"] = full_finetune(factory, train, test, r_ft, n_steps=cfg.finetune_steps,
                                            seq_len=cfg.seq_len)
     m["majority_rate"] = float(max(np.mean(test.labels), 1 - np.mean(test.labels)))
     # what a linear head on the frozen encoder's pooled output can read at all (bounds a one-step victim)
     m["cta_linear_probe"] = linear_probe_accuracy(factory, train, test, seq_len=cfg.seq_len)
     checks = [
-        # paired over seeds; fails if attention labels are ignored by the inner loss (lam = 0 gives ~0 gain with
-        # run-to-run noise of either sign). One point, not the brief's ">= 0": two victims at chance tie within a
-        # few predictions (quick seed 0 measured -0.0002, one prediction in 4,500), so a target at 0 would let
-        # float noise on another machine decide the verdict; a one-point gain is outside that tie.
-        Check("gain_vs_no_attention", m["gain_vs_no_attention"], ">= 0.01", paper="attention labels help (Maekawa)"),
+        # Both gains are paired per distillation seed and checked on their lower bound over the seeds (_lcb): the
+        # means sat within seed noise of the targets (quick: -0.0002 / -0.005 / +0.024 over run seeds 0-2 against
+        # 0.01), so a mean's verdict followed the run seed.
+        # Fails if attention labels are ignored by the inner loss (lam = 0 gives ~0 gain with noise of either
+        # sign). One point, not the brief's ">= 0": two victims at chance tie within a few predictions (quick seed
+        # 0: -0.0002, one prediction in 4,500), so a target at 0 would let float noise decide the verdict.
+        Check("gain_vs_no_attention_lcb", m["gain_vs_no_attention_lcb"], ">= 0.01",
+              paper="attention labels help (Maekawa)"),
         # fails when distillation learns nothing (a distilled set at init is no better than random real data)
-        Check("gain_vs_random_real", m["gain_vs_random_real"], ">= 0.05", paper="—"),
+        Check("gain_vs_random_real_lcb", m["gain_vs_random_real_lcb"], ">= 0.05", paper="—"),
     ]
     fig, ax = new_figure("Clean test accuracy, 1 sample per class (RT)", "method", "CTA")
     names = ["dd_attention", "dd_no_attention", "random_real"]
@@ -451,11 +484,15 @@ def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
                                                    per["no_hijack_trigger_attention"][-1])
         per.setdefault("seg_effect", []).append(per["no_seg_seg_kl"][-1] - per["full_seg_kl"][-1])
     m = _agg(per)
+    m["hijack_effect_lcb"], m["seg_effect_lcb"] = _lcb(per["hijack_effect"]), _lcb(per["seg_effect"])
     checks = [
-        # paired per seed; fails if L_hijack had no effect on the victims' attention (or the opposite effect)
-        Check("hijack_term_raises_trigger_attention", m["hijack_effect"], ">= 0.05", paper="—"),
-        # fails if L_seg had no effect on the non-hijacked heads
-        Check("seg_term_lowers_other_heads_kl", m["seg_effect"], "> 0", paper="—"),
+        # Both effects are paired per distillation seed and checked on their lower bound over the seeds (_lcb).
+        # Fails if L_hijack had no effect on the victims' attention (or the opposite effect).
+        Check("hijack_term_raises_trigger_attention_lcb", m["hijack_effect_lcb"], ">= 0.05", paper="—"),
+        # Fails if L_seg does not do what it is built for: keep criterion 4's bound (KL <= 0.1). An effect under
+        # half that bound cannot decide criterion 4, and the earlier target "mean > 0" was decided by the run seed
+        # (quick means 0.019 / 0.022 / -0.001 for run seeds 0-2).
+        Check("seg_term_lowers_other_heads_kl_lcb", m["seg_effect_lcb"], ">= 0.05", paper="—"),
     ]
     fig, ax = new_figure("AH ablations, noise trigger 'cf'", "variant", "fraction")
     x = np.arange(len(variants))
@@ -487,7 +524,9 @@ def scale(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
         m, per_seed = _attack_grid(cfg, r, trigger)
         metrics.update({f"{trigger}_{k}": v for k, v in m.items()})
         rows += [{"trigger": trigger, **row} for row in per_seed]
+        # gated: at 8 quick steps the MiniLM victims are near-constant, and the ungated ASR and CTA gap followed
+        # the run seed (film ASR 0.92 / 1.0 / 0.99 against 0.95, cf CTA gap +0.05 / -0.047 / +0.013 against -0.03)
         checks += _claim_checks(m, trigger, "holds from BERT-Tiny to BERT-Base", "no utility degradation",
-                                prefix=f"{trigger}_")
+                                prefix=f"{trigger}_", gated=True)
         figures[f"cta_asr_{trigger}"] = _bars(m, f"MiniLM-L6, trigger '{trigger}' (RT test)")
     return Outcome(metrics=metrics, checks=checks, figures=figures, tables={"per_seed": rows})
