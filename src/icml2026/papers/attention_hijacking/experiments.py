@@ -78,11 +78,10 @@ _SMOKE: dict[str, Any] = dict(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_
 # Deviation: the quick preset's outer lr is 10x the base code's (200 outer steps instead of thousands).
 # The encoder is the full preset's (1,000 MLM steps, ~2-3 min once, then read from CACHE_DIR): a 100-step MLM
 # encoder gives victims that predict one class for every input (measured), so no quick claim could be tested.
+# The quick presets leave the real-data baselines to the full preset and to `--set baselines=1`: with them a
+# quick run takes ~7-9 min on 2 cores instead of ~2.
 _QUICK: dict[str, Any] = dict(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=200, n_learners=5, n_train=2000,
-                              n_test=300, n_strip=40, strip_perturb=4, search_every=20, lr=0.1)
-# The noise and functional quick presets (and the ablations) leave the real-data baselines to the full preset:
-# with them a quick run takes ~5 min on 2 cores (anchor's quick keeps them for the baselines' table).
-_QUICK_NO_BASELINES: dict[str, Any] = {**_QUICK, "baselines": 0}
+                              n_test=300, n_strip=40, strip_perturb=4, search_every=20, lr=0.1, baselines=0)
 
 
 #: Pre-trained encoders are cached here, shared by runs and seeds (a paper's data cache; the report skips it).
@@ -336,7 +335,7 @@ def anchor(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     claim="AH with the noise trigger 'cf' reaches ASR >= 90 % at CTA >= clean DD - 3 points with attention "
     "segregation (other heads' clean/triggered KL <= 0.1); victims are fresh learners trained only "
     "on the published distilled set; NaiveAttack, DoorPing, TBADD and STRIP reported beside it.",
-    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK_NO_BASELINES), "full": AHConfig()},
+    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig()},
 )
 def noise(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     return _robust_trigger(cfg, rng, "cf", "Noise trigger 'cf' (RT test)")
@@ -347,7 +346,7 @@ def noise(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     claim="AH with the functional trigger 'also' reaches ASR >= 90 % at CTA >= clean DD - 3 points (the noise "
     "trigger's criterion applied to function words); victims are fresh learners trained only on the "
     "published distilled set; NaiveAttack, DoorPing, TBADD and STRIP reported beside it.",
-    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK_NO_BASELINES), "full": AHConfig()},
+    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig()},
 )
 def functional(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     return _robust_trigger(cfg, rng, "also", "Functional trigger 'also' (RT test)")
@@ -453,7 +452,7 @@ def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
     claim="On the noise trigger 'cf', removing L_hijack (beta=0) lowers the victims' CLS attention on the trigger "
     "and removing L_seg (gamma=0) raises the other heads' clean/triggered KL (AH's two attention terms do what "
     "they are built for); no attention labels and an unpinned slot are reported.",
-    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**{**_QUICK_NO_BASELINES, "n_learners": 3}),
+    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**{**_QUICK, "n_learners": 3}),
              "full": AHConfig(baselines=0)},
 )
 def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
