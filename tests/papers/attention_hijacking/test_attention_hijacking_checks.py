@@ -51,3 +51,12 @@ def test_gated_claim_checks_drop_asr_and_gap_only_when_the_guard_fails():
     assert names(ungated) == ["ah_asr", "ah_flip_rate", "ah_clean_nontarget_to_target_rate", "ah_cta_minus_clean_dd"]
     # the targets are the trigger's: criterion 2 for the anchor, 3 for the noise trigger
     assert [c.target for c in ungated] == [">= 0.9", ">= 0.9", "<= 0.2", ">= -0.03"]
+
+
+def test_fixed_position_1_puts_the_trigger_right_after_cls_where_the_distilled_sets_pin_it():
+    from icml2026.papers.attention_hijacking import encode_triggered, load_tokenizer
+    from icml2026.papers.attention_hijacking.method import DistillConfig
+
+    b = encode_triggered(load_tokenizer(), ["a fine movie", "bad"], "film", 16, np.random.default_rng(0), position=0)
+    assert b.trigger_mask[:, DistillConfig().trigger_slot].all()
+    assert int(b.trigger_mask.sum()) == 2

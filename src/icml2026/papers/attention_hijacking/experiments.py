@@ -203,11 +203,13 @@ def _attack_grid(cfg: AHConfig, rng: np.random.Generator, trigger: str) -> tuple
     strip_test = test.subset(np.sort(strip_rng.choice(len(test), min(len(test), cfg.n_strip), replace=False)))
     strip_val = val.subset(np.sort(strip_rng.choice(len(val), min(len(val), cfg.n_strip), replace=False)))
     strip_texts = [" ".join(_insert(test.texts[i], trigger, trig_texts_rng)) for i in strip_idx]
+    # brief 5: "also report fixed position 1": token 1, right after [CLS] (word 0), the slot AH's sets pin it to
+    trig_pos1 = encode_triggered(tok, [test.texts[i] for i in nt], trigger, cfg.seq_len, r_pool, position=0)
     per: dict[str, list[float]] = {}
     rows: list[dict] = []
     single = len(tok(trigger, add_special_tokens=False)["input_ids"]) == 1
     for s, r in enumerate(track(spawn(r_seeds, cfg.n_seeds), f"{trigger} seeds", total=cfg.n_seeds)):
-        rc, ra, rn, rd, rt, re, rs = spawn(r, 7)
+        rc, ra, rn, rd, rt, re, rs, rp = spawn(r, 8)  # rp last: the other streams are those of spawn(r, 7)
         ev = functools.partial(evaluate_distilled, model_factory=factory, test=test, n_learners=cfg.n_learners,
                                trigger=trigger, target=TARGET, triggered=trig_test, clean=clean_test)
         sets = {"clean": distill(factory, train, _dcfg(cfg), rc, pool=pool, show_progress=False),
@@ -233,6 +235,8 @@ def _attack_grid(cfg: AHConfig, rng: np.random.Generator, trigger: str) -> tuple
             row[f"{name}_cta"], row[f"{name}_asr"] = round(res.cta, 3), round(res.asr, 3)
             if name == "ah":  # test rows behind ah_natural_target_rate (DoorPing's own trigger has other rows)
                 per.setdefault("n_natural", []).append(float(res.n_natural))
+        # AH's victims (fresh ones) on the same test inputs with the trigger at fixed position 1 (reported)
+        _put(per, "ah_pos1", ev(sets["ah"], rng=rp, triggered=trig_pos1))
         # STRIP on one victim of each attack (the defender sees the victim model and clean validation data)
         gen = torch_generator(rs)
         for name in [n for n in ("ah", "naive") if n in sets]:
