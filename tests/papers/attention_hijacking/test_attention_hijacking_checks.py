@@ -60,3 +60,8 @@ def test_fixed_position_1_puts_the_trigger_right_after_cls_where_the_distilled_s
     b = encode_triggered(load_tokenizer(), ["a fine movie", "bad"], "film", 16, np.random.default_rng(0), position=0)
     assert b.trigger_mask[:, DistillConfig().trigger_slot].all()
     assert int(b.trigger_mask.sum()) == 2
+
+
+def test_without_gap_the_cta_gap_is_left_to_the_metrics():
+    cs = _claim_checks(_m(0.1), "anchor", "", "", gap=False)
+    assert [c.name for c in cs] == ["ah_asr", "ah_flip_rate", "ah_clean_nontarget_to_target_rate"]
