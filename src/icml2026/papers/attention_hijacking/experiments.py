@@ -177,6 +177,8 @@ def _agg(per: dict[str, list[float]]) -> dict[str, float]:
     return out
 
 
+# Deviation: effects that sit near zero at our scale are checked on this bound over the distillation seeds, not
+# on their mean (card deviation 9).
 def _lcb(vals: list[float]) -> float:
     """One-sided 95 % lower confidence bound on the mean over distillation seeds, mean - t(0.95, n-1) SD / sqrt(n)
     (NaN for one seed: nothing can be bounded, so a check on it fails).
@@ -548,8 +550,9 @@ def scale(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
         m, per_seed = _attack_grid(cfg, r, trigger)
         metrics.update({f"{trigger}_{k}": v for k, v in m.items()})
         rows += [{"trigger": trigger, **row} for row in per_seed]
-        # gated: at 8 quick steps the MiniLM victims are near-constant, and the ungated ASR and CTA gap followed
-        # the run seed (film ASR 0.92 / 1.0 / 0.99 against 0.95, cf CTA gap +0.05 / -0.047 / +0.013 against -0.03)
+        # Deviation: gated (card deviation 9): at 8 quick steps the MiniLM victims are near-constant, and the
+        # ungated ASR and CTA gap followed the run seed (film ASR 0.92 / 1.0 / 0.99 against 0.95, cf CTA gap +0.05 /
+        # -0.047 / +0.013 against -0.03)
         checks += _claim_checks(m, _KIND[trigger], "holds from BERT-Tiny to BERT-Base", "no utility degradation",
                                 prefix=f"{trigger}_", gated=True)
         figures[f"cta_asr_{trigger}"] = _bars(m, f"MiniLM-L6, trigger '{trigger}' (RT test)")
@@ -566,6 +569,7 @@ def scale(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
              "full": AHConfig(seq_len=40, n_train=18512, n_test=2314, baselines=0)},
 )
 def tweets(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
+    # Deviation: clean DD and AH only (baselines with --set baselines=1), at the RT presets' sizes (card deviation 11)
     # the rule reads the whole training split (the attacker's data), not the run's subset: a property of the domain
     choice = select_anchor(load_tweets("train"), load_tokenizer(), positive=TARGET)
     r_data, r_grid = spawn(rng, 2)
