@@ -265,8 +265,8 @@ def _attack_grid(cfg: AHConfig, rng: np.random.Generator, trigger: str,
             per.setdefault(f"{name}_strip_frr", []).append(st.false_rejection_rate)
             per.setdefault(f"{name}_strip_asr_after", []).append(st.asr_after)
             row[f"{name}_strip_det"] = round(st.detection_rate, 3)
-        per.setdefault("ah_cta_gain", []).append(per["ah_cta"][-1] - per["clean_cta"][-1])  # paired per seed
-        per.setdefault("ah_balanced_cta_gain", []).append(per["ah_balanced_cta"][-1] - per["clean_balanced_cta"][-1])
+        for k in ("cta", "balanced_cta"):  # paired per seed
+            per.setdefault(f"ah_{k}_gain", []).append(per[f"ah_{k}"][-1] - per[f"clean_{k}"][-1])
         rows.append(row)
     return _agg(per), rows
 
@@ -573,7 +573,7 @@ def tweets(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     # the rule reads the whole training split (the attacker's data), not the run's subset: a property of the domain
     choice = select_anchor(load_tweets("train"), load_tokenizer(), positive=TARGET)
     r_data, r_grid = spawn(rng, 2)
-    data = _data(cfg, r_data, functools.partial(load_tweets, task="binary"))
+    data = _data(cfg, r_data, load_tweets)  # negative vs positive
     m, rows = _attack_grid(cfg, r_grid, choice.word, data)
     m.update(anchor_log_odds=choice.log_odds, anchor_doc_freq=float(choice.doc_freq), anchor_rank=float(choice.rank))
     m["majority_rate"] = float(max(np.mean(data[2].labels), 1 - np.mean(data[2].labels)))

@@ -624,8 +624,9 @@ def evaluate_distilled(distilled: DistilledSet, model_factory: LearnerFactory, t
     if clean is None:
         clean = encode(tok, test.texts, S)
     gen = torch_generator(rng)
+    from sklearn.metrics import balanced_accuracy_score
+
     cta, asr, mass, mass_o, seg, nat, ctr, flip, bal = [], [], [], [], [], [], [], [], []
-    classes = np.unique(test.labels)
     layer, heads = distilled.bd_layer, distilled.bd_heads or tuple(range(model_factory.n_heads))
     layer = layer % model_factory.n_layers
     nt_idx = np.flatnonzero(test.labels != target) if target is not None else np.zeros(0, int)
@@ -645,7 +646,7 @@ def evaluate_distilled(distilled: DistilledSet, model_factory: LearnerFactory, t
         params = train_learner(distilled, model_factory, gen, use_attention_labels)
         p, _ = predict(model_factory, params, clean)
         cta.append(float((p == test.labels).mean()))
-        bal.append(float(np.mean([(p[test.labels == c] == c).mean() for c in classes])))
+        bal.append(float(balanced_accuracy_score(test.labels, p)))
         if len(nat_rows):
             nat.append(float((p[nat_rows] == target).mean()))
         if target is not None:
