@@ -68,7 +68,12 @@ class AHConfig:
     seq_len: int = param(48, 16, 128, help="S (brief: 48)")
     dpc: int = param(1, 1, 4, help="distilled samples per class (brief: 1)")
     lr: float = param(1e-2, 1e-5, 1.0, help="outer AdamW lr (base code: 1e-2)")
-    lr_init: float = param(1e-2, 1e-5, 10.0, help="initial inner lr eta (base code: 1e-2)")
+    # Deviation: eta starts at 1, not the base code's 1e-2 (card deviation 12). One inner step moves a victim's logits
+    # by about eta * E||pooled||^2: 4.8 for our BERT-Tiny-MLM, 1.6 for MiniLM-L6. At eta = 1e-2 that step (0.05) is
+    # below the spread of the freshly drawn head's own logits (~0.06), so every victim keeps its random head's
+    # prediction and clean DD sits at chance (full base_dd, 2026-12-04: CTA 0.506 / 0.508 / 0.503); the outer
+    # gradient then shrinks eta further (0.010 -> 0.008 in 200 steps). Distillation still learns eta from here.
+    lr_init: float = param(1.0, 1e-5, 10.0, help="initial inner lr eta (base code: 1e-2, tuned for BERT-Base)")
     alpha: float = param(1.0, 0.0, 10.0, help="weight of the triggered CE (brief: 1)")
     beta: float = param(0.5, 0.0, 10.0, help="weight of L_hijack (brief: 0.5)")
     gamma: float = param(0.5, 0.0, 10.0, help="weight of L_seg (brief: 0.5)")
@@ -91,8 +96,12 @@ _SMOKE: dict[str, Any] = dict(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_
 # encoder gives victims that predict one class for every input (measured), so no quick claim could be tested.
 # The quick presets leave the real-data baselines to the full preset and to `--set baselines=1`: with them a
 # quick run takes ~7-9 min on 2 cores instead of ~2.
+# The quick presets keep the base code's eta init (1e-2): in 200 outer steps clean DD leaves the chance plateau from
+# neither init (measured, quick seed 0: CTA 0.497 at eta 1e-2, 0.505 at eta 1, 0.513 at eta 3), so quick is a path
+# check of the code, and its verdicts stay those of the runs before deviation 12.
 _QUICK: dict[str, Any] = dict(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=200, n_learners=5, n_train=2000,
-                              n_test=300, n_strip=40, strip_perturb=4, search_every=20, lr=0.1, baselines=0)
+                              n_test=300, n_strip=40, strip_perturb=4, search_every=20, lr=0.1, baselines=0,
+                              lr_init=1e-2)
 
 
 #: Pre-trained encoders are cached here, shared by runs and seeds (a paper's data cache; the report skips it).
@@ -401,7 +410,7 @@ class BaseDDConfig:
     n_test: int = param(853, 40, 853, help="RT test sentences")
     seq_len: int = param(48, 16, 128, help="S")
     lr: float = param(1e-2, 1e-5, 1.0, help="outer AdamW lr")
-    lr_init: float = param(1e-2, 1e-5, 10.0, help="initial inner lr")
+    lr_init: float = param(1.0, 1e-5, 10.0, help="initial inner lr (base code: 1e-2; card deviation 12)")
     finetune_steps: int = param(1000, 1, 20000, help="full-data fine-tuning steps (upper bound, 1 learner)")
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
     cache: Literal["on", "off"] = param("on", help="keep the pre-trained encoder under runs/attention_hijacking.cache")
@@ -417,7 +426,7 @@ class BaseDDConfig:
     presets={"smoke": BaseDDConfig(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_learners=1, n_train=64,
                                    n_test=40, seq_len=24, finetune_steps=2, cache="off"),
              "quick": BaseDDConfig(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=200, n_learners=5, n_train=2000,
-                                   n_test=300, finetune_steps=60, lr=0.1),
+                                   n_test=300, finetune_steps=60, lr=0.1, lr_init=1e-2),
              "full": BaseDDConfig()},
 )
 def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
@@ -537,7 +546,7 @@ def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     presets={"smoke": AHConfig(**{**_SMOKE, "arch": "minilm-l6", "baselines": 0}),
              # Deviation: quick is a path check (8 outer steps: one MiniLM AH step takes seconds on 2 cores)
              "quick": AHConfig(arch="minilm-l6", n_seeds=1, n_steps=8, n_learners=3, n_train=500, n_test=100,
-                               seq_len=32, n_strip=20, strip_perturb=2, baselines=0, lr=0.1),
+                               seq_len=32, n_strip=20, strip_perturb=2, baselines=0, lr=0.1, lr_init=1e-2),
              "full": AHConfig(arch="minilm-l6", n_seeds=1, n_steps=300, baselines=0)},
 )
 def scale(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
