@@ -73,7 +73,7 @@ class AHConfig:
     # below the spread of the freshly drawn head's own logits (~0.06), so every victim keeps its random head's
     # prediction and clean DD sits at chance (full base_dd, 2026-12-04: CTA 0.506 / 0.508 / 0.503); the outer
     # gradient then shrinks eta further (0.010 -> 0.008 in 200 steps). Distillation still learns eta from here.
-    lr_init: float = param(1.0, 1e-5, 10.0, help="initial inner lr eta (base code: 1e-2, tuned for BERT-Base)")
+    lr_init: float = param(1.0, 1e-5, 10.0, help="initial inner lr eta (base code: 1e-2, its BERT-Base value)")
     alpha: float = param(1.0, 0.0, 10.0, help="weight of the triggered CE (brief: 1)")
     beta: float = param(0.5, 0.0, 10.0, help="weight of L_hijack (brief: 0.5)")
     gamma: float = param(0.5, 0.0, 10.0, help="weight of L_seg (brief: 0.5)")
