@@ -50,6 +50,9 @@ Arch = Literal["bert-tiny", "bert-mini", "minilm-l6"]
 #: Target class of every attack here: 1 = positive review (any class works; fixed before the runs).
 TARGET = 1
 
+#: eta init of the full presets (card deviation 12; the reason is at AHConfig.lr_init).
+_ETA_INIT = 1.0
+
 
 @config
 class AHConfig:
@@ -73,7 +76,7 @@ class AHConfig:
     # below the spread of the freshly drawn head's own logits (~0.06), so every victim keeps its random head's
     # prediction and clean DD sits at chance (full base_dd, 2026-12-04: CTA 0.506 / 0.508 / 0.503); the outer
     # gradient then shrinks eta further (0.010 -> 0.008 in 200 steps). Distillation still learns eta from here.
-    lr_init: float = param(1.0, 1e-5, 10.0, help="initial inner lr eta (base code: 1e-2, its BERT-Base value)")
+    lr_init: float = param(_ETA_INIT, 1e-5, 10.0, help="initial inner lr eta (base code: 1e-2, its BERT-Base value)")
     alpha: float = param(1.0, 0.0, 10.0, help="weight of the triggered CE (brief: 1)")
     beta: float = param(0.5, 0.0, 10.0, help="weight of L_hijack (brief: 0.5)")
     gamma: float = param(0.5, 0.0, 10.0, help="weight of L_seg (brief: 0.5)")
@@ -99,9 +102,11 @@ _SMOKE: dict[str, Any] = dict(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_
 # The quick presets keep the base code's eta init (1e-2): in 200 outer steps clean DD leaves the chance plateau from
 # neither init (measured, quick seed 0: CTA 0.497 at eta 1e-2, 0.505 at eta 1, 0.513 at eta 3), so quick is a path
 # check of the code, and its verdicts stay those of the runs before deviation 12.
+#: The base code's eta init: DistillConfig's own default (one source for the quick presets).
+_BASE_LR_INIT: float = DistillConfig.lr_init
 _QUICK: dict[str, Any] = dict(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=200, n_learners=5, n_train=2000,
                               n_test=300, n_strip=40, strip_perturb=4, search_every=20, lr=0.1, baselines=0,
-                              lr_init=1e-2)
+                              lr_init=_BASE_LR_INIT)
 
 
 #: Pre-trained encoders are cached here, shared by runs and seeds (a paper's data cache; the report skips it).
@@ -410,7 +415,7 @@ class BaseDDConfig:
     n_test: int = param(853, 40, 853, help="RT test sentences")
     seq_len: int = param(48, 16, 128, help="S")
     lr: float = param(1e-2, 1e-5, 1.0, help="outer AdamW lr")
-    lr_init: float = param(1.0, 1e-5, 10.0, help="initial inner lr (base code: 1e-2; card deviation 12)")
+    lr_init: float = param(_ETA_INIT, 1e-5, 10.0, help="initial inner lr (base code: 1e-2; card deviation 12)")
     finetune_steps: int = param(1000, 1, 20000, help="full-data fine-tuning steps (upper bound, 1 learner)")
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
     cache: Literal["on", "off"] = param("on", help="keep the pre-trained encoder under runs/attention_hijacking.cache")
@@ -426,7 +431,7 @@ class BaseDDConfig:
     presets={"smoke": BaseDDConfig(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_learners=1, n_train=64,
                                    n_test=40, seq_len=24, finetune_steps=2, cache="off"),
              "quick": BaseDDConfig(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=200, n_learners=5, n_train=2000,
-                                   n_test=300, finetune_steps=60, lr=0.1, lr_init=1e-2),
+                                   n_test=300, finetune_steps=60, lr=0.1, lr_init=_BASE_LR_INIT),
              "full": BaseDDConfig()},
 )
 def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
@@ -546,7 +551,7 @@ def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     presets={"smoke": AHConfig(**{**_SMOKE, "arch": "minilm-l6", "baselines": 0}),
              # Deviation: quick is a path check (8 outer steps: one MiniLM AH step takes seconds on 2 cores)
              "quick": AHConfig(arch="minilm-l6", n_seeds=1, n_steps=8, n_learners=3, n_train=500, n_test=100,
-                               seq_len=32, n_strip=20, strip_perturb=2, baselines=0, lr=0.1, lr_init=1e-2),
+                               seq_len=32, n_strip=20, strip_perturb=2, baselines=0, lr=0.1, lr_init=_BASE_LR_INIT),
              "full": AHConfig(arch="minilm-l6", n_seeds=1, n_steps=300, baselines=0)},
 )
 def scale(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
