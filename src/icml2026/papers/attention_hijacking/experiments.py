@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,6 +41,7 @@ from .data import (
     load_tweets,
     select_anchor,
 )
+from .defences import onion_defence, onion_filter, onion_scores, onion_threshold
 from .method import AttackResult, DistillConfig, distill, encode_attack_pools, evaluate_distilled, train_learner
 from .models import LearnerFactory
 
@@ -85,6 +86,11 @@ class AHConfig:
     baselines: int = param(1, 0, 1, help="1: also run NaiveAttack, DoorPing and TBADD")
     n_strip: int = param(100, 10, 853, help="test inputs given to STRIP")
     strip_perturb: int = param(8, 2, 32, help="STRIP perturbed copies per input")
+    n_onion: int = param(100, 4, 853, help="triggered, clean test and clean validation inputs given to ONION (each)")
+    onion_lm_steps: int = param(600, 1, 20000, help="ONION's causal LM: pre-training steps on IMDB text (fixed seed "
+                                "0: a checkpoint, cached like the encoder)")
+    onion_removal: float = param(0.05, 0.0, 1.0, help="ONION's calibrated threshold removes this fraction of clean "
+                                 "validation words (the other threshold is OpenBackdoor's default, 0)")
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
     cache: Literal["on", "off"] = param("on", help="keep the pre-trained encoder under runs/attention_hijacking.cache")
 
@@ -93,7 +99,8 @@ class AHConfig:
 
 
 _SMOKE: dict[str, Any] = dict(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_learners=1, n_train=64, n_test=40,
-                              seq_len=24, n_strip=10, strip_perturb=2, search_every=1, cache="off")
+                              seq_len=24, n_strip=10, strip_perturb=2, search_every=1, cache="off",
+                              n_onion=4, onion_lm_steps=3)
 # Deviation: the quick presets are the brief's CI smoke (BERT-Tiny, 50 outer steps, 5 learners, < 2 min) with 3
 # distillation seeds; their outer lr is 10x the base code's (50 outer steps instead of thousands).
 # The encoder is the full preset's (1,000 MLM steps, ~2-3 min once, then read from CACHE_DIR): a 100-step MLM
@@ -103,7 +110,8 @@ _SMOKE: dict[str, Any] = dict(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_
 # plateau from any init we tried (200 steps, quick seed 0: CTA 0.497 at eta 1e-2, 0.505 at 1, 0.513 at 3), so
 # quick is a path check of the code: its clean-side verdicts say nothing about the method.
 _QUICK: dict[str, Any] = dict(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=50, n_learners=5, n_train=2000,
-                              n_test=300, n_strip=40, strip_perturb=4, search_every=5, lr=0.1, baselines=0)
+                              n_test=300, n_strip=40, strip_perturb=4, search_every=5, lr=0.1, baselines=0,
+                              n_onion=20)
 
 
 #: Pre-trained encoders are cached here, shared by runs and seeds (a paper's data cache; the report skips it).
@@ -142,6 +150,38 @@ def _pretrained(arch: str, mlm_steps: int, mlm_batch: int, device: Any = "cpu", 
     model.load_state_dict(state)
     model.tie_weights()
     return model.to(device).eval(), tok
+
+
+@functools.lru_cache(maxsize=2)
+def _onion_lm(steps: int, cache: bool = False) -> Any:
+    """ONION's causal LM "checkpoint" (seed fixed at 0; cached per process and, with ``cache``, under
+    :data:`CACHE_DIR`), trained on the IMDB text the encoders are pre-trained on, on the CPU."""
+    import torch
+    from transformers import GPT2LMHeadModel
+
+    from .data import minilm_path
+    from .defences import causal_lm_config, pretrain_causal_lm
+    from .models import cached_state, projected_embeddings
+
+    tok = load_tokenizer()
+    lm_cfg = causal_lm_config(len(tok))
+
+    def build() -> dict[str, Any]:
+        rng = np.random.default_rng(np.random.SeedSequence([_MLM_SEED, steps, 7]))
+        texts = load_imdb_texts(min(25000, steps * 32), rng=rng)
+        emb = projected_embeddings(minilm_path(), lm_cfg.n_embd, std=lm_cfg.initializer_range)
+        return dict(pretrain_causal_lm(texts, tok, n_steps=steps, rng=rng, config=lm_cfg,
+                                       init_word_embeddings=emb).state_dict())
+
+    key = {"what": "onion-causal-lm", "steps": steps, "batch": 32, "seed": _MLM_SEED, "lr": 5e-3,
+           "layers": lm_cfg.n_layer, "width": lm_cfg.n_embd, "torch": torch.__version__.split("+")[0]}
+    state = cached_state(key, build, CACHE_DIR if cache else None)
+    torch_state = torch.random.get_rng_state()
+    lm = GPT2LMHeadModel(lm_cfg)  # its random init is overwritten below; global stream restored
+    torch.random.set_rng_state(torch_state)
+    lm.load_state_dict(state)
+    lm.tie_weights()
+    return lm.eval(), tok
 
 
 def _factory(cfg: AHConfig) -> LearnerFactory:
@@ -234,6 +274,7 @@ def _attack_grid(cfg: AHConfig, rng: np.random.Generator, trigger: str,
     strip_texts = [" ".join(_insert(test.texts[i], trigger, trig_texts_rng)) for i in strip_idx]
     # brief 5: "also report fixed position 1": token 1, right after [CLS] (word 0), the slot AH's sets pin it to
     trig_pos1 = encode_triggered(tok, [test.texts[i] for i in nt], trigger, cfg.seq_len, r_pool, position=0)
+    onion = _onion_inputs(cfg, strip_texts, strip_test, strip_val)
     per: dict[str, list[float]] = {}
     rows: list[dict] = []
     single = len(tok(trigger, add_special_tokens=False)["input_ids"]) == 1
@@ -276,10 +317,36 @@ def _attack_grid(cfg: AHConfig, rng: np.random.Generator, trigger: str,
             per.setdefault(f"{name}_strip_frr", []).append(st.false_rejection_rate)
             per.setdefault(f"{name}_strip_asr_after", []).append(st.asr_after)
             row[f"{name}_strip_det"] = round(st.detection_rate, 3)
+            # ONION in front of the same victim, at both thresholds (the filtered texts are shared)
+            for tag, (f_trig, f_clean, thr) in onion.filtered.items():
+                od = onion_defence(factory, victim, trigger, onion.triggered, f_trig, onion.clean.texts,
+                                   onion.clean.labels, f_clean, TARGET, threshold=thr, seq_len=cfg.seq_len)
+                for k in ("trigger_removed", "asr_after", "cta_before", "cta_after"):
+                    per.setdefault(f"{name}_{tag}_{k}", []).append(float(getattr(od, k)))
         for k in ("cta", "balanced_cta"):  # paired per seed
             per.setdefault(f"ah_{k}_gain", []).append(per[f"ah_{k}"][-1] - per[f"clean_{k}"][-1])
         rows.append(row)
     return _agg(per), rows
+
+
+@dataclass
+class _OnionInputs:
+    triggered: list[str]
+    clean: TextDataset
+    filtered: dict[str, tuple[list[str], list[str], float]]  # tag -> (triggered, clean, threshold)
+
+
+def _onion_inputs(cfg: AHConfig, triggered: list[str], clean: TextDataset, val: TextDataset) -> _OnionInputs:
+    """ONION's inputs (the first ``cfg.n_onion`` of STRIP's) filtered at OpenBackdoor's default threshold (0,
+    tag ``onion``) and at the threshold that removes ``cfg.onion_removal`` of the clean validation words
+    (``onion_cal``). Filtering depends only on the texts and the LM, so it is done once per grid."""
+    n = cfg.n_onion
+    lm, tok = _onion_lm(cfg.onion_lm_steps, cfg.cache == "on")
+    trig, cl, va = triggered[:n], clean.subset(np.arange(min(n, len(clean)))), val.texts[:n]
+    s_trig, s_clean, s_val = (onion_scores(lm, tok, t) for t in (trig, cl.texts, va))
+    thresholds = {"onion": 0.0, "onion_cal": onion_threshold(s_val, cfg.onion_removal)}
+    return _OnionInputs(trig, cl, {tag: (onion_filter(trig, s_trig, t), onion_filter(cl.texts, s_clean, t), t)
+                                   for tag, t in thresholds.items()})
 
 
 def _insert(text: str, trigger: str, rng: np.random.Generator) -> list[str]:
@@ -548,7 +615,7 @@ def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     presets={"smoke": AHConfig(**{**_SMOKE, "arch": "minilm-l6", "baselines": 0}),
              # Deviation: quick is a path check (8 outer steps: one MiniLM AH step takes seconds on 2 cores)
              "quick": AHConfig(arch="minilm-l6", n_seeds=1, n_steps=8, n_learners=3, n_train=500, n_test=100,
-                               seq_len=32, n_strip=20, strip_perturb=2, baselines=0, lr=0.1),
+                               seq_len=32, n_strip=20, strip_perturb=2, baselines=0, lr=0.1, n_onion=10),
              "full": AHConfig(arch="minilm-l6", n_seeds=1, n_steps=300, baselines=0)},
 )
 def scale(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
