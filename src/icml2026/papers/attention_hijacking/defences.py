@@ -26,7 +26,7 @@ from icml2026.core.validate import finite_number, positive_int
 
 from .data import encode
 from .method import predict
-from .models import LearnerFactory
+from .models import LearnerFactory, adamw_warmup_decay, clipped_step, fresh_model, sampled_logits
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -85,27 +85,9 @@ def pretrain_causal_lm(texts: Sequence[str], tokenizer: PreTrainedTokenizerFast,
     if config.vocab_size < len(tokenizer):
         raise ValueError(f"config.vocab_size = {config.vocab_size} < the tokenizer's {len(tokenizer)} tokens")
     gen = torch_generator(rng)
-    torch_state = torch.random.get_rng_state()
-    model = GPT2LMHeadModel(config)
-    torch.random.set_rng_state(torch_state)  # the init above drew from the global stream; re-init with ours
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("bias"):
-                p.zero_()
-            elif ".ln_" in name:
-                p.fill_(1.0)
-            else:
-                p.normal_(0.0, config.initializer_range, generator=gen)
-        if init_word_embeddings is not None:
-            if tuple(init_word_embeddings.shape) != (config.vocab_size, config.n_embd):
-                raise ValueError(f"init_word_embeddings: shape {tuple(init_word_embeddings.shape)} != "
-                                 f"{(config.vocab_size, config.n_embd)}")
-            model.get_input_embeddings().weight.copy_(init_word_embeddings)  # type: ignore[operator]
-    model.tie_weights()
+    model = fresh_model(GPT2LMHeadModel, config, gen, init_word_embeddings)
     model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / max(1, n_steps // 10)) * max(0.0, 1 - s / n_steps))
+    opt, sched = adamw_warmup_decay(model, lr, n_steps)
     steps = range(n_steps)
     for _ in track(steps, "causal LM pre-training (ONION)", total=n_steps) if show_progress else steps:
         idx = rng.integers(0, len(texts), size=batch_size)
@@ -113,19 +95,9 @@ def pretrain_causal_lm(texts: Sequence[str], tokenizer: PreTrainedTokenizerFast,
         hidden = model.transformer(input_ids=ids, attention_mask=att).last_hidden_state
         h = hidden[:, :-1][att[:, 1:].bool()]  # position t predicts token t+1
         target = ids[:, 1:][att[:, 1:].bool()]
-        if n_negatives > 0:
-            cand = torch.unique(torch.cat([target, torch.randint(0, config.vocab_size, (n_negatives,),
-                                                                   generator=gen)]))
-            target = torch.searchsorted(cand, target)
-        else:
-            cand = torch.arange(config.vocab_size)
-        logits = h @ model.get_input_embeddings().weight[cand].T  # type: ignore[index]
+        logits, target = sampled_logits(h, target, model.get_input_embeddings().weight, None, n_negatives, gen)
         loss = torch.nn.functional.cross_entropy(logits, target) if len(target) else logits.sum() * 0
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
+        clipped_step(model, opt, sched, loss)
     model.eval()
     return model
 

@@ -143,13 +143,18 @@ def _pretrained(arch: str, mlm_steps: int, mlm_batch: int, device: Any = "cpu", 
 
     key = {"what": "mlm", "arch": arch, "steps": mlm_steps, "batch": mlm_batch, "seed": _MLM_SEED, "lr": _MLM_LR,
            "max_len": _MLM_MAX_LEN, "device": torch.device(device).type, "torch": torch.__version__.split("+")[0]}
-    state = cached_state(key, build, CACHE_DIR if cache else None)
-    torch_state = torch.random.get_rng_state()
-    model = BertForMaskedLM(cfg)  # its random init is overwritten below; global stream restored
-    torch.random.set_rng_state(torch_state)
+    model = _load(BertForMaskedLM, cfg, cached_state(key, build, CACHE_DIR if cache else None))
+    return model.to(device).eval(), tok
+
+
+def _load(model_cls: Any, cfg: Any, state: dict[str, Any]) -> Any:
+    """``model_cls(cfg)`` holding ``state`` (tied), built without moving torch's global random stream."""
+    from .models import fresh_model
+
+    model = fresh_model(model_cls, cfg)
     model.load_state_dict(state)
     model.tie_weights()
-    return model.to(device).eval(), tok
+    return model
 
 
 @functools.lru_cache(maxsize=2)
@@ -175,13 +180,7 @@ def _onion_lm(steps: int, cache: bool = False) -> Any:
 
     key = {"what": "onion-causal-lm", "steps": steps, "batch": 32, "seed": _MLM_SEED, "lr": 5e-3,
            "layers": lm_cfg.n_layer, "width": lm_cfg.n_embd, "torch": torch.__version__.split("+")[0]}
-    state = cached_state(key, build, CACHE_DIR if cache else None)
-    torch_state = torch.random.get_rng_state()
-    lm = GPT2LMHeadModel(lm_cfg)  # its random init is overwritten below; global stream restored
-    torch.random.set_rng_state(torch_state)
-    lm.load_state_dict(state)
-    lm.tie_weights()
-    return lm.eval(), tok
+    return _load(GPT2LMHeadModel, lm_cfg, cached_state(key, build, CACHE_DIR if cache else None)).eval(), tok
 
 
 def _factory(cfg: AHConfig) -> LearnerFactory:

@@ -14,7 +14,7 @@ import os
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,7 +27,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassification, PreTrainedTokenizerFast
 
 __all__ = ["ARCHS", "bert_config", "pretrain_mlm", "projected_embeddings", "LearnerFactory", "CheckpointCacheError",
-           "save_state", "load_state", "cached_state"]
+           "save_state", "load_state", "cached_state", "fresh_model", "adamw_warmup_decay", "clipped_step",
+           "sampled_logits"]
 
 #: name -> (layers, hidden, heads); intermediate = 4 x hidden (Turc et al. 2019 compact BERTs).
 ARCHS: dict[str, tuple[int, int, int]] = {"bert-tiny": (2, 128, 2), "bert-mini": (4, 256, 4)}
@@ -74,28 +75,10 @@ def pretrain_mlm(config: BertConfig, texts: Sequence[str], tokenizer: PreTrained
     if len(texts) == 0:
         raise ValueError("texts: empty")
     gen = torch_generator(rng)
-    torch_state = torch.random.get_rng_state()
-    model = BertForMaskedLM(config)
-    torch.random.set_rng_state(torch_state)  # the init above drew from the global stream; re-init with ours
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("bias"):
-                p.zero_()
-            elif "LayerNorm" in name:
-                p.fill_(1.0)
-            else:
-                p.normal_(0.0, config.initializer_range, generator=gen)
-        if init_word_embeddings is not None:
-            if tuple(init_word_embeddings.shape) != (config.vocab_size, config.hidden_size):
-                raise ValueError(f"init_word_embeddings: shape {tuple(init_word_embeddings.shape)} != "
-                                 f"{(config.vocab_size, config.hidden_size)}")
-            model.get_input_embeddings().weight.copy_(init_word_embeddings)  # type: ignore[operator]
-    model.tie_weights()
+    model = fresh_model(BertForMaskedLM, config, gen, init_word_embeddings)
     model.to(device)  # type: ignore[arg-type]  # transformers wraps .to; mypy misreads the bound call
     model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / max(1, n_steps // 10)) * max(0.0, 1 - s / n_steps))
+    opt, sched = adamw_warmup_decay(model, lr, n_steps)
     special = torch.tensor(sorted(tokenizer.all_special_ids), device=device)
     for _ in track(range(n_steps), "MLM pre-training", total=n_steps) if show_progress else range(n_steps):
         idx = rng.integers(0, len(texts), size=batch_size)
@@ -118,14 +101,8 @@ def pretrain_mlm(config: BertConfig, texts: Sequence[str], tokenizer: PreTrained
         target = labels[chosen]
         # Deviation: sampled softmax over the batch's targets + n_negatives random tokens instead of the full
         # 30,522-way softmax (the decoder dominated the cost on our CPU); the full softmax is n_negatives=0.
-        if n_negatives > 0:
-            cand = torch.unique(torch.cat([target, torch.randint(0, config.vocab_size, (n_negatives,),
-                                                                   generator=gen).to(device)]))
-            target = torch.searchsorted(cand, target)
-        else:
-            cand = torch.arange(config.vocab_size, device=device)
-        w = model.get_input_embeddings().weight[cand]  # type: ignore[index]
-        logits = hidden @ w.T + model.cls.predictions.bias[cand]
+        logits, target = sampled_logits(hidden, target, model.get_input_embeddings().weight,
+                                        model.cls.predictions.bias, n_negatives, gen)
         loss = torch.nn.functional.cross_entropy(logits, target) if chosen.any() else logits.sum() * 0
         if cls_weight > 0:
             # Deviation: an auxiliary term makes [CLS] summarise the sentence (cosine to the mean word embedding
@@ -138,13 +115,75 @@ def pretrain_mlm(config: BertConfig, texts: Sequence[str], tokenizer: PreTrained
             h_c = last[:, 0] - last[:, 0].mean(0, keepdim=True)
             t_c = mean_emb - mean_emb.mean(0, keepdim=True)
             loss = loss + cls_weight * (1 - torch.nn.functional.cosine_similarity(h_c, t_c, -1)).mean()
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
+        clipped_step(model, opt, sched, loss)
     model.eval()
     return model
+
+
+def fresh_model(model_cls: Any, config: Any, gen: torch.Generator | None = None,
+                init_word_embeddings: torch.Tensor | None = None) -> Any:
+    """``model_cls(config)`` built without moving torch's global random stream, tied. With ``gen`` it is re-drawn
+    from it (biases 0, LayerNorm 1, every other weight N(0, config.initializer_range)) and its word embeddings
+    replaced by ``init_word_embeddings`` if given; without, its weights are placeholders for a state dict."""
+    import torch
+
+    torch_state = torch.random.get_rng_state()
+    model = model_cls(config)
+    torch.random.set_rng_state(torch_state)  # the init above drew from the global stream; re-init with ours
+    if gen is not None:
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if name.endswith("bias"):
+                    p.zero_()
+                elif "LayerNorm" in name or ".ln_" in name:  # BERT's and GPT-2's layer norms
+                    p.fill_(1.0)
+                else:
+                    p.normal_(0.0, config.initializer_range, generator=gen)
+            if init_word_embeddings is not None:
+                w = model.get_input_embeddings().weight
+                if tuple(init_word_embeddings.shape) != tuple(w.shape):
+                    raise ValueError(f"init_word_embeddings: shape {tuple(init_word_embeddings.shape)} != "
+                                     f"{tuple(w.shape)}")
+                w.copy_(init_word_embeddings)
+    model.tie_weights()
+    return model
+
+
+def adamw_warmup_decay(model: Any, lr: float, n_steps: int) -> tuple[Any, Any]:
+    """AdamW (weight decay 0.01) with 10 % linear warm-up and linear decay to 0 over ``n_steps``."""
+    import torch
+
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / max(1, n_steps // 10)) * max(0.0, 1 - s / n_steps))
+    return opt, sched
+
+
+def clipped_step(model: Any, opt: Any, sched: Any, loss: torch.Tensor) -> None:
+    """One optimiser step on ``loss`` with the gradient norm clipped at 1, then one scheduler step."""
+    import torch
+
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    sched.step()
+
+
+def sampled_logits(hidden: torch.Tensor, target: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                   n_negatives: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits over the batch's targets + ``n_negatives`` uniformly drawn tokens (a sampled softmax; all tokens if
+    0) and the targets re-indexed into them: the tied decoder ``hidden @ weight.T (+ bias)``."""
+    import torch
+
+    if n_negatives > 0:
+        cand = torch.unique(torch.cat([target, torch.randint(0, weight.shape[0], (n_negatives,),
+                                                               generator=gen).to(target.device)]))
+        target = torch.searchsorted(cand, target)
+    else:
+        cand = torch.arange(weight.shape[0], device=target.device)
+    logits = hidden @ weight[cand].T
+    return (logits if bias is None else logits + bias[cand]), target
 
 
 def projected_embeddings(path: str | Path, dim: int, std: float = 0.02) -> torch.Tensor:
