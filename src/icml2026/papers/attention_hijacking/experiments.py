@@ -101,17 +101,22 @@ class AHConfig:
 _SMOKE: dict[str, Any] = dict(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_learners=1, n_train=64, n_test=40,
                               seq_len=24, n_strip=10, strip_perturb=2, search_every=1, cache="off",
                               n_onion=4, onion_lm_steps=3)
-# Deviation: the quick presets are the brief's CI smoke (BERT-Tiny, 50 outer steps, 5 learners, < 2 min) with 3
-# distillation seeds; their outer lr is 10x the base code's (50 outer steps instead of thousands).
+# Deviation: the quick preset's outer lr is 10x the base code's (200 outer steps instead of thousands).
 # The encoder is the full preset's (1,000 MLM steps, ~2-3 min once, then read from CACHE_DIR): a 100-step MLM
 # encoder gives victims that predict one class for every input (measured), so no quick claim could be tested.
-# The quick presets leave the real-data baselines to the full preset and to `--set baselines=1`.
-# eta starts at the full presets' value (deviation 12). In 50 (or 200) outer steps clean DD does not leave the chance
-# plateau from any init we tried (200 steps, quick seed 0: CTA 0.497 at eta 1e-2, 0.505 at 1, 0.513 at 3), so
-# quick is a path check of the code: its clean-side verdicts say nothing about the method.
-_QUICK: dict[str, Any] = dict(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=50, n_learners=5, n_train=2000,
-                              n_test=300, n_strip=40, strip_perturb=4, search_every=5, lr=0.1, baselines=0,
-                              n_onion=20)
+# The quick presets leave the real-data baselines to the full preset and to `--set baselines=1`: with them a
+# quick run takes ~7-9 min on 2 cores instead of ~2.
+# The quick presets keep the base code's eta init (1e-2): in 200 outer steps clean DD leaves the chance plateau from
+# neither init (measured, quick seed 0: CTA 0.497 at eta 1e-2, 0.505 at eta 1, 0.513 at eta 3), so quick is a path
+# check of the code, and its verdicts stay those of the runs before deviation 12.
+# Not the brief's CI smoke (50 outer steps): at 50 steps with eta 1 AH's victims send 0.96-1.0 of the clean inputs
+# to the target and the anchor verdicts followed the run seed (6/7, 4/7, 5/7: flip rate NaN on seed 1, CTA gap
+# +0.002 / -0.030 / -0.030 against -0.01; 2026-12-05), and with eta 1e-2 the victims were constant (flip rate NaN).
+#: The base code's eta init: DistillConfig's own default (one source for the quick presets).
+_BASE_LR_INIT: float = DistillConfig.lr_init
+_QUICK: dict[str, Any] = dict(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=200, n_learners=5, n_train=2000,
+                              n_test=300, n_strip=40, strip_perturb=4, search_every=20, lr=0.1, baselines=0,
+                              lr_init=_BASE_LR_INIT, n_onion=20)
 
 
 #: Pre-trained encoders are cached here, shared by runs and seeds (a paper's data cache; the report skips it).
@@ -336,16 +341,23 @@ class _OnionInputs:
 
 
 def _onion_inputs(cfg: AHConfig, triggered: list[str], clean: TextDataset, val: TextDataset) -> _OnionInputs:
-    """ONION's inputs (the first ``cfg.n_onion`` of STRIP's) filtered at OpenBackdoor's default threshold (0,
+    """ONION's inputs (``cfg.n_onion`` of each of STRIP's three sets) filtered at OpenBackdoor's default threshold (0,
     tag ``onion``) and at the threshold that removes ``cfg.onion_removal`` of the clean validation words
     (``onion_cal``). Filtering depends only on the texts and the LM, so it is done once per grid."""
     n = cfg.n_onion
     lm, tok = _onion_lm(cfg.onion_lm_steps, cfg.cache == "on")
-    trig, cl, va = triggered[:n], clean.subset(np.arange(min(n, len(clean)))), val.texts[:n]
+    # strided, not the first n: STRIP's clean rows are sorted, and the split files are sorted by label
+    trig, cl = triggered[:n], clean.subset(_spread(len(clean), n))
+    va = [val.texts[i] for i in _spread(len(val), n)]
     s_trig, s_clean, s_val = (onion_scores(lm, tok, t) for t in (trig, cl.texts, va))
     thresholds = {"onion": 0.0, "onion_cal": onion_threshold(s_val, cfg.onion_removal)}
     return _OnionInputs(trig, cl, {tag: (onion_filter(trig, s_trig, t), onion_filter(cl.texts, s_clean, t), t)
                                    for tag, t in thresholds.items()})
+
+
+def _spread(length: int, n: int) -> np.ndarray:
+    """``min(n, length)`` row indices spread evenly over ``range(length)``."""
+    return np.unique(np.linspace(0, length - 1, min(n, length)).round().astype(int)) if length else np.zeros(0, int)
 
 
 def _insert(text: str, trigger: str, rng: np.random.Generator) -> list[str]:
@@ -493,8 +505,8 @@ class BaseDDConfig:
     "fine-tuning on 1 random real sample per class by >= 5 points (BERT-Tiny-MLM, RT).",
     presets={"smoke": BaseDDConfig(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_learners=1, n_train=64,
                                    n_test=40, seq_len=24, finetune_steps=2, cache="off"),
-             "quick": BaseDDConfig(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=50, n_learners=5, n_train=2000,
-                                   n_test=300, finetune_steps=60, lr=0.1),
+             "quick": BaseDDConfig(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=200, n_learners=5, n_train=2000,
+                                   n_test=300, finetune_steps=60, lr=0.1, lr_init=_BASE_LR_INIT),
              "full": BaseDDConfig()},
 )
 def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
@@ -614,7 +626,8 @@ def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     presets={"smoke": AHConfig(**{**_SMOKE, "arch": "minilm-l6", "baselines": 0}),
              # Deviation: quick is a path check (8 outer steps: one MiniLM AH step takes seconds on 2 cores)
              "quick": AHConfig(arch="minilm-l6", n_seeds=1, n_steps=8, n_learners=3, n_train=500, n_test=100,
-                               seq_len=32, n_strip=20, strip_perturb=2, baselines=0, lr=0.1, n_onion=10),
+                               seq_len=32, n_strip=20, strip_perturb=2, baselines=0, lr=0.1, lr_init=_BASE_LR_INIT,
+                               n_onion=10),
              "full": AHConfig(arch="minilm-l6", n_seeds=1, n_steps=300, baselines=0)},
 )
 def scale(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
