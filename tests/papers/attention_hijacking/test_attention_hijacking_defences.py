@@ -129,5 +129,7 @@ def test_bad_inputs_are_refused_clearly(tok, factory, rt_small):
     params = factory.init_params(torch.Generator().manual_seed(0))
     with pytest.raises(ValueError, match="one for one"):
         onion_defence(factory, params, "cf", ["cf a"], [], ["a"], np.array([0]), ["a"], 1)
+    with pytest.raises(ValueError, match="at least one word"):
+        onion_defence(factory, params, "  ", ["cf a"], ["a"], ["a"], np.array([0]), ["a"], 1)
     with pytest.raises(ValueError, match="clean_labels"):
         onion_defence(factory, params, "cf", ["cf a"], ["a"], ["a"], np.array([0, 1]), ["a"], 1)

@@ -194,9 +194,9 @@ def onion_defence(model_factory: LearnerFactory, params: dict[str, torch.Tensor]
     labels = np.asarray(clean_labels)
     if labels.shape != (len(clean_texts),):
         raise ValueError(f"clean_labels: shape {labels.shape} != ({len(clean_texts)},)")
-    trig = trigger.split()
+    trig = trigger.split() if isinstance(trigger, str) else []
     if not trig:
-        raise ValueError("trigger: must contain at least one word")
+        raise ValueError(f"trigger = {trigger!r}: must be a string of at least one word")
 
     def count(text: str) -> int:
         w = text.split()
