@@ -86,7 +86,8 @@ class AHConfig:
     baselines: int = param(1, 0, 1, help="1: also run NaiveAttack, DoorPing and TBADD")
     n_strip: int = param(100, 10, 853, help="test inputs given to STRIP")
     strip_perturb: int = param(8, 2, 32, help="STRIP perturbed copies per input")
-    n_onion: int = param(100, 4, 853, help="triggered, clean test and clean validation inputs given to ONION (each)")
+    n_onion: int = param(100, 4, 853, help="triggered, clean test and clean validation inputs given to ONION (each; "
+                         "at most n_strip: they are STRIP's)")
     onion_lm_steps: int = param(600, 1, 20000, help="ONION's causal LM: pre-training steps on IMDB text (fixed seed "
                                 "0: a checkpoint, cached like the encoder)")
     onion_removal: float = param(0.05, 0.0, 1.0, help="ONION's calibrated threshold removes this fraction of clean "
