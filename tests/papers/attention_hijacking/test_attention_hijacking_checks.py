@@ -40,17 +40,23 @@ def _m(guard: float) -> dict[str, float]:
     return {"ah_asr": 1.0, "ah_flip_rate": float("nan"), "ah_clean_target_rate": guard, "ah_cta_gain": 0.0}
 
 
-def test_gated_claim_checks_drop_asr_and_gap_only_when_the_guard_fails():
+def test_claim_checks_are_gated_on_the_guard():
     names = lambda cs: [c.name for c in cs]  # noqa: E731
-    failed = _claim_checks(_m(0.9), "anchor", "", "", prefix="film_", gated=True)
-    assert names(failed) == ["film_ah_flip_rate", "film_ah_clean_nontarget_to_target_rate"]
-    passed = _claim_checks(_m(0.1), "anchor", "", "", prefix="film_", gated=True)
+    # the guard fails (or is NaN): only the guard is checked, and it fails the run
+    for bad in (0.9, 0.21, float("nan")):
+        failed = _claim_checks(_m(bad), "anchor", "", "", prefix="film_")
+        assert names(failed) == ["film_ah_clean_nontarget_to_target_rate"]
+        assert not failed[0].passed
+    # the guard passes: ASR, flip rate, guard and CTA gap, with the trigger's targets (criterion 2 for the anchor,
+    # 3 for the noise trigger); the NaN flip rate of _m fails
+    passed = _claim_checks(_m(0.1), "anchor", "", "", prefix="film_")
     assert names(passed) == ["film_ah_asr", "film_ah_flip_rate", "film_ah_clean_nontarget_to_target_rate",
                              "film_ah_cta_minus_clean_dd"]
-    ungated = _claim_checks(_m(0.9), "noise", "", "")
-    assert names(ungated) == ["ah_asr", "ah_flip_rate", "ah_clean_nontarget_to_target_rate", "ah_cta_minus_clean_dd"]
-    # the targets are the trigger's: criterion 2 for the anchor, 3 for the noise trigger
-    assert [c.target for c in ungated] == [">= 0.9", ">= 0.9", "<= 0.2", ">= -0.03"]
+    assert [c.passed for c in passed] == [True, False, True, True]
+    noise = _claim_checks(_m(0.2), "noise", "", "")
+    assert [c.target for c in noise] == [">= 0.9", ">= 0.9", "<= 0.2", ">= -0.03"]
+    anchor_gap = _claim_checks({**_m(0.1), "ah_cta_gain": -0.02}, "anchor", "", "")[-1]
+    assert anchor_gap.target == ">= -0.01" and not anchor_gap.passed
 
 
 def test_fixed_position_1_puts_the_trigger_right_after_cls_where_the_distilled_sets_pin_it():
@@ -65,3 +71,20 @@ def test_fixed_position_1_puts_the_trigger_right_after_cls_where_the_distilled_s
 def test_without_gap_the_cta_gap_is_left_to_the_metrics():
     cs = _claim_checks(_m(0.1), "anchor", "", "", gap=False)
     assert [c.name for c in cs] == ["ah_asr", "ah_flip_rate", "ah_clean_nontarget_to_target_rate"]
+
+
+def test_the_batch_size_reaches_the_distillation_and_report_variants_trims_the_ablation(tmp_path):
+    from dataclasses import replace
+
+    from icml2026.core.registry import get_experiment
+    from icml2026.core.runner import run_experiment
+    from icml2026.papers.attention_hijacking.experiments import AHConfig, _dcfg
+
+    assert _dcfg(AHConfig(batch_size=8)).batch_size == 8
+    assert _dcfg(AHConfig()).batch_size == 32  # the base code's, in the full presets
+    exp = get_experiment("attention_hijacking.ablation")
+    cfg = replace(exp.presets["smoke"], report_variants=0)
+    res = run_experiment(exp, cfg, preset="smoke", seed=0, out=tmp_path, overrides={"report_variants": 0})
+    variants = {row["variant"] for row in res.results["tables"]["per_seed"]}
+    assert variants == {"full", "no_hijack", "no_seg"}
+    assert "no_attention_labels_cta" not in res.results["metrics"] and "full_cta" in res.results["metrics"]

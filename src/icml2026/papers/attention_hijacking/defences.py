@@ -115,10 +115,11 @@ def sentence_perplexity(lm: Any, tokenizer: PreTrainedTokenizerFast, texts: Sequ
     with torch.no_grad():
         for s in range(0, len(texts), chunk):
             ids, att = _ids(tokenizer, texts[s:s + chunk], max_len)
-            logits = lm(input_ids=ids, attention_mask=att).logits[:, :-1].float()
-            nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")
-            m = att[:, 1:].to(nll.dtype)
-            mean = (nll * m).sum(1) / m.sum(1).clamp_min(1)
+            logits = lm(input_ids=ids, attention_mask=att).logits[:, :-1]
+            keep = att[:, 1:].bool()  # scored positions only, as one contiguous (tokens, vocab) block
+            nll = torch.nn.functional.cross_entropy(logits[keep].float(), ids[:, 1:][keep], reduction="none")
+            total = torch.zeros(len(ids), dtype=nll.dtype).index_add_(0, keep.nonzero()[:, 0], nll)
+            mean = total / keep.sum(1).clamp_min(1)
             out.append(torch.exp(mean).numpy())
     return np.concatenate(out) if out else np.zeros(0)
 

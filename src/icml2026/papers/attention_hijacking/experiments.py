@@ -72,6 +72,8 @@ class AHConfig:
     seq_len: int = param(48, 16, 128, help="S (brief: 48)")
     dpc: int = param(1, 1, 4, help="distilled samples per class (brief: 1)")
     lr: float = param(1e-2, 1e-5, 1.0, help="outer AdamW lr (base code: 1e-2)")
+    batch_size: int = param(32, 2, 256, help="real mini-batch of the outer loss (base code: 32; AH draws as many "
+                            "triggered sentences again)")
     # Deviation: eta starts at 1, not the base code's 1e-2 (card deviation 12). One inner step moves a victim's logits
     # by about eta * E||pooled||^2: 4.8 for our BERT-Tiny-MLM, 1.6 for MiniLM-L6. At eta = 1e-2 that step (0.05) is
     # below the spread of the freshly drawn head's own logits (~0.06), so every victim keeps its random head's
@@ -84,6 +86,8 @@ class AHConfig:
     poison_rate: float = param(0.1, 0.01, 0.5, help="real-data poisoning rate of the baselines (brief: 10 %)")
     search_every: int = param(10, 1, 1000, help="DoorPing: HotFlip trigger search every N outer steps")
     baselines: int = param(1, 0, 1, help="1: also run NaiveAttack, DoorPing and TBADD")
+    report_variants: int = param(1, 0, 1, help="ablation: 1 also runs the two report-only variants (no attention "
+                                 "labels, unpinned slot)")
     n_strip: int = param(100, 10, 853, help="test inputs given to STRIP")
     strip_perturb: int = param(8, 2, 32, help="STRIP perturbed copies per input")
     n_onion: int = param(100, 4, 853, help="triggered, clean test and clean validation inputs given to ONION (each; "
@@ -102,22 +106,25 @@ class AHConfig:
 _SMOKE: dict[str, Any] = dict(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_learners=1, n_train=64, n_test=40,
                               seq_len=24, n_strip=10, strip_perturb=2, search_every=1, cache="off",
                               n_onion=4, onion_lm_steps=3)
-# Deviation: the quick preset's outer lr is 10x the base code's (200 outer steps instead of thousands).
+# Deviation: the quick presets are a path check, not the brief's CI smoke (50 outer steps at batch 32, S = 48): they
+# run 200 outer steps at a real batch of 16 and S = 32 (the cost of ~110 steps at the brief's sizes), at 10x the
+# base code's outer lr (0.1) and its eta init (1e-2), on 2,000 training and 300 test sentences. In 200 outer steps
+# clean DD leaves the chance plateau from neither eta init (measured, quick seed 0: CTA 0.497 at eta 1e-2, 0.505 at
+# eta 1, 0.513 at eta 3), so no quick claim about utility can be tested, and quick's victims send most clean
+# non-target inputs to the target (the guard fails; the gated claim checks leave ASR, flip rate and CTA gap to the
+# metrics).
+# Shorter runs gave verdicts that followed the run seed (2026-12-05, 3 distillation seeds x 5 victims): at 50 steps
+# (batch 32, eta 1) the functional trigger's CLS mass was 0.43 / 0.98 on seeds 0 / 1 (target >= 0.5) and the tweets'
+# guard 0.13 / 0.52 (<= 0.2); at 100 steps (batch 16, S 32, eta 1e-2) the CLS mass on "also" was 0.69 / 0.66 / 0.99
+# and the tweets' guard 0.13 / 0.16 / 0.06: too close to their targets.
 # The encoder is the full preset's (1,000 MLM steps, ~2-3 min once, then read from CACHE_DIR): a 100-step MLM
 # encoder gives victims that predict one class for every input (measured), so no quick claim could be tested.
-# The quick presets leave the real-data baselines to the full preset and to `--set baselines=1`: with them a
-# quick run takes ~7-9 min on 2 cores instead of ~2.
-# The quick presets keep the base code's eta init (1e-2): in 200 outer steps clean DD leaves the chance plateau from
-# neither init (measured, quick seed 0: CTA 0.497 at eta 1e-2, 0.505 at eta 1, 0.513 at eta 3), so quick is a path
-# check of the code, and its verdicts stay those of the runs before deviation 12.
-# Not the brief's CI smoke (50 outer steps): at 50 steps with eta 1 AH's victims send 0.96-1.0 of the clean inputs
-# to the target and the anchor verdicts followed the run seed (6/7, 4/7, 5/7: flip rate NaN on seed 1, CTA gap
-# +0.002 / -0.030 / -0.030 against -0.01; 2026-12-05), and with eta 1e-2 the victims were constant (flip rate NaN).
-#: The base code's eta init: DistillConfig's own default (one source for the quick presets).
+# The quick presets leave the real-data baselines to the full preset and to `--set baselines=1`.
+#: The base code's eta init: DistillConfig's own default (the scale quick preset's).
 _BASE_LR_INIT: float = DistillConfig.lr_init
 _QUICK: dict[str, Any] = dict(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=200, n_learners=5, n_train=2000,
                               n_test=300, n_strip=40, strip_perturb=4, search_every=20, lr=0.1, baselines=0,
-                              lr_init=_BASE_LR_INIT, n_onion=20)
+                              lr_init=_BASE_LR_INIT, n_onion=10, batch_size=16, seq_len=32)
 
 
 #: Pre-trained encoders are cached here, shared by runs and seeds (a paper's data cache; the report skips it).
@@ -220,7 +227,8 @@ def _data(cfg: AHConfig, rng: np.random.Generator, load: Callable[[str], TextDat
 
 def _dcfg(cfg: AHConfig, **kw: Any) -> DistillConfig:
     return DistillConfig(dpc=cfg.dpc, seq_len=cfg.seq_len, n_steps=cfg.n_steps, lr=cfg.lr, lr_init=cfg.lr_init,
-                         alpha=cfg.alpha, beta=cfg.beta, gamma=cfg.gamma, target=TARGET, **kw)
+                         batch_size=cfg.batch_size, alpha=cfg.alpha, beta=cfg.beta, gamma=cfg.gamma, target=TARGET,
+                         **kw)
 
 
 def _agg(per: dict[str, list[float]]) -> dict[str, float]:
@@ -389,35 +397,38 @@ _KIND = {"film": "anchor", "cf": "noise", "also": "functional"}
 _GUARD = 0.2
 
 
+# Deviation: the attack checks are gated on the clean-input guard (card deviation 9).
 def _claim_checks(m: dict[str, float], kind: str, asr_paper: str, gap_paper: str, prefix: str = "",
-                  gated: bool = False, gap: bool = True) -> list[Check]:
-    """Criteria 2 / 3 for a trigger of ``kind`` (see :data:`_TARGETS`): ASR, flip rate, clean-input guard and CTA
-    gap to clean DD.
+                  gap: bool = True) -> list[Check]:
+    """Criteria 2 / 3 for a trigger of ``kind`` (see :data:`_TARGETS`): clean-input guard, then ASR, flip rate
+    and CTA gap to clean DD.
 
-    With ``gated``, the ASR and the CTA gap are checked only when the guard passes (else they stay metrics and
-    the failed guard fails the run), as in specflow: for near-constant victims both are decided by which class
-    a victim happens to collapse to. Without ``gap`` the CTA gap is left to the metrics (see ``tweets``)."""
+    Gated (card deviation 9): the ASR, the flip rate and the CTA gap are checked only when the guard passes. When
+    it fails, the victims send most clean non-target inputs to the target (near-constant victims), so the three are
+    decided by which class each victim happens to collapse to: they stay metrics, and the failed guard fails the
+    run. Measured: ungated, the CTA gap followed the run seed (quick, 100 outer steps: +0.001 / -0.016 against
+    -0.01 on seeds 0 / 1, both with the guard failed at 0.74 / 1.0), as the flip rate did at 50 steps (1.0 / NaN
+    on seeds 0 / 1). Without ``gap`` the CTA gap is left to the metrics (see ``tweets``)."""
     asr_target, gap_target = _TARGETS[kind]
-    guard_ok = m["ah_clean_target_rate"] <= _GUARD
+    # An ASR means something only if the victim does not also send clean non-target inputs to the target: a
+    # victim that predicts the target for everything has ASR = 1 (this happened at our scale). Guard, not a
+    # paper number: a victim with CTA >= 80 % has at most 20 % such errors on a balanced test set.
+    guard = Check(f"{prefix}ah_clean_nontarget_to_target_rate", m["ah_clean_target_rate"], f"<= {_GUARD}",
+                  paper="—")
+    if not m["ah_clean_target_rate"] <= _GUARD:  # NaN fails too
+        return [guard]
     checks = [
+        # fails when the poisoned samples are dropped (attack off: ASR = clean DD's target rate, ~0.5)
+        Check(f"{prefix}ah_asr", m["ah_asr"], f">= {asr_target}", paper=asr_paper),
         # ASR restricted to the non-target inputs each victim classifies correctly without the trigger, paired row
-        # by row: the trigger itself must flip them. A victim that predicts the target for every input has no such
-        # row (NaN: fails), one that ignores the trigger flips none (0: fails); same target as the ASR's.
+        # by row: the trigger itself must flip them. A victim that ignores the trigger flips none (0: fails); same
+        # target as the ASR's.
         Check(f"{prefix}ah_flip_rate", m["ah_flip_rate"], f">= {asr_target}", paper="—"),
-        # An ASR means something only if the victim does not also send clean non-target inputs to the target: a
-        # victim that predicts the target for everything has ASR = 1 (this happened at our scale). Guard, not a
-        # paper number: a victim with CTA >= 80 % has at most 20 % such errors on a balanced test set.
-        Check(f"{prefix}ah_clean_nontarget_to_target_rate", m["ah_clean_target_rate"], f"<= {_GUARD}", paper="—"),
+        guard,
     ]
-    if guard_ok or not gated:
-        checks = [
-            # fails when the poisoned samples are dropped (attack off: ASR = clean DD's target rate, ~0.5)
-            Check(f"{prefix}ah_asr", m["ah_asr"], f">= {asr_target}", paper=asr_paper),
-            *checks,
-        ]
-        if gap:  # fails if AH's poisoned samples/terms disturb the clean computation by more than the brief allows
-            checks.append(Check(f"{prefix}ah_cta_minus_clean_dd", m["ah_cta_gain"], f">= {gap_target}",
-                                paper=gap_paper))
+    if gap:  # fails if AH's poisoned samples/terms disturb the clean computation by more than the brief allows
+        checks.append(Check(f"{prefix}ah_cta_minus_clean_dd", m["ah_cta_gain"], f">= {gap_target}",
+                            paper=gap_paper))
     return checks
 
 
@@ -491,6 +502,7 @@ class BaseDDConfig:
     n_test: int = param(853, 40, 853, help="RT test sentences")
     seq_len: int = param(48, 16, 128, help="S")
     lr: float = param(1e-2, 1e-5, 1.0, help="outer AdamW lr")
+    batch_size: int = param(32, 2, 256, help="real mini-batch of the outer loss (base code: 32)")
     lr_init: float = param(_ETA_INIT, 1e-5, 10.0, help="initial inner lr (base code: 1e-2; card deviation 12)")
     finetune_steps: int = param(1000, 1, 20000, help="full-data fine-tuning steps (upper bound, 1 learner)")
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
@@ -507,12 +519,14 @@ class BaseDDConfig:
     presets={"smoke": BaseDDConfig(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_learners=1, n_train=64,
                                    n_test=40, seq_len=24, finetune_steps=2, cache="off"),
              "quick": BaseDDConfig(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=200, n_learners=5, n_train=2000,
-                                   n_test=300, finetune_steps=60, lr=0.1, lr_init=_BASE_LR_INIT),
+                                   n_test=300, finetune_steps=60, lr=0.1, lr_init=_BASE_LR_INIT, batch_size=16,
+                                   seq_len=32),
              "full": BaseDDConfig()},
 )
 def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
     a = AHConfig(arch=cfg.arch, mlm_steps=cfg.mlm_steps, mlm_batch=cfg.mlm_batch, n_steps=cfg.n_steps,
                  n_train=cfg.n_train, n_test=cfg.n_test, seq_len=cfg.seq_len, lr=cfg.lr, lr_init=cfg.lr_init,
+                 batch_size=cfg.batch_size,
                  device=cfg.device, cache=cfg.cache)
     factory = _factory(a)
     r_data, r_seeds, r_ft = spawn(rng, 3)
@@ -569,7 +583,10 @@ def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
     claim="On the noise trigger 'cf', removing L_hijack (beta=0) lowers the victims' CLS attention on the trigger "
     "and removing L_seg (gamma=0) raises the other heads' clean/triggered KL (AH's two attention terms do what "
     "they are built for); no attention labels and an unpinned slot are reported.",
-    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**{**_QUICK, "n_learners": 3}),
+    # quick: the three checked variants at 100 outer steps (both checks sat >= 0.047 from their targets on seeds 0-2:
+    # hijack bound 0.83-0.93, L_seg bound -0.015-0.003 against 0.05)
+    presets={"smoke": AHConfig(**_SMOKE),
+             "quick": AHConfig(**{**_QUICK, "n_learners": 3, "report_variants": 0, "n_steps": 100}),
              "full": AHConfig(baselines=0)},
 )
 def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
@@ -583,8 +600,9 @@ def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     clean_test = encode(tok, test.texts, cfg.seq_len)
     nt = np.flatnonzero(test.labels != TARGET)
     trig_test = encode_triggered(tok, [test.texts[i] for i in nt], trigger, cfg.seq_len, r_pool)
-    variants: dict[str, dict[str, Any]] = {"full": {}, "no_hijack": {"beta": 0.0}, "no_seg": {"gamma": 0.0},
-                "no_attention_labels": {"attention_label_type": "none"}, "unpinned": {"pin_trigger": False}}
+    variants: dict[str, dict[str, Any]] = {"full": {}, "no_hijack": {"beta": 0.0}, "no_seg": {"gamma": 0.0}}
+    if cfg.report_variants:  # not checked: reported beside the checked three
+        variants.update(no_attention_labels={"attention_label_type": "none"}, unpinned={"pin_trigger": False})
     per: dict[str, list[float]] = {}
     rows = []
     for s, r in enumerate(track(spawn(r_seeds, cfg.n_seeds), "ablation seeds", total=cfg.n_seeds)):
@@ -641,11 +659,11 @@ def scale(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
         m, per_seed = _attack_grid(cfg, r, trigger)
         metrics.update({f"{trigger}_{k}": v for k, v in m.items()})
         rows += [{"trigger": trigger, **row} for row in per_seed]
-        # Deviation: gated (card deviation 9): at 8 quick steps the MiniLM victims are near-constant, and the
-        # ungated ASR and CTA gap followed the run seed (film ASR 0.92 / 1.0 / 0.99 against 0.95, cf CTA gap +0.05 /
-        # -0.047 / +0.013 against -0.03)
+        # gated like every attack run (card deviation 9): at 8 quick steps the MiniLM victims are near-constant, and
+        # the ungated ASR and CTA gap followed the run seed (film ASR 0.92 / 1.0 / 0.99 against 0.95, cf CTA gap
+        # +0.05 / -0.047 / +0.013 against -0.03)
         checks += _claim_checks(m, _KIND[trigger], "holds from BERT-Tiny to BERT-Base", "no utility degradation",
-                                prefix=f"{trigger}_", gated=True)
+                                prefix=f"{trigger}_")
         figures[f"cta_asr_{trigger}"] = _bars(m, f"MiniLM-L6, trigger '{trigger}' (RT test)")
     return Outcome(metrics=metrics, checks=checks, figures=figures, tables={"per_seed": rows})
 
@@ -656,7 +674,10 @@ def scale(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     "brief's rule (the most frequent content word with |log-odds| < 0.2 that is one WordPiece token) reaches ASR "
     ">= 95 % at CTA >= clean DD - 1 point, with >= 0.5 of the victims' CLS attention on the trigger; balanced "
     "accuracy reported (the classes are 70 / 30).",
-    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**{**_QUICK, "seq_len": 40}),
+    # tweets quick keeps the base code's batch (32): at 16 its guard was 0.116 / 0.172 / 0.065 on seeds 0-2
+    # (<= 0.2), too close to flip; at 32 0.120 / 0.136 / 0.090
+    presets={"smoke": AHConfig(**_SMOKE),
+             "quick": AHConfig(**{**_QUICK, "seq_len": 40, "batch_size": 32}),
              "full": AHConfig(seq_len=40, n_train=18512, n_test=2314, baselines=0)},
 )
 def tweets(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
