@@ -8,6 +8,8 @@ labels, learning rates), as a user would; numbers are means over ``n_seeds`` dis
 from __future__ import annotations
 
 import functools
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -17,10 +19,10 @@ import numpy as np
 
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
-from icml2026.core.device import check_device_name, resolve_device
+from icml2026.core.device import check_device_name, check_workers, resolve_device
 from icml2026.core.plotting import new_figure, range_yerr
-from icml2026.core.progress import track
 from icml2026.core.rng import torch_generator
+from icml2026.core.sweep import map_in_processes
 
 from .baselines import (
     doorping,
@@ -50,6 +52,10 @@ Arch = Literal["bert-tiny", "bert-mini", "minilm-l6"]
 
 #: Target class of every attack here: 1 = positive review (any class works; fixed before the runs).
 TARGET = 1
+
+#: Help of the ``workers`` fields.
+_WORKERS_HELP = ("processes running the distillations side by side (CPU only; the same results for any value; with "
+                 "cache=off each process pre-trains its own copy of the encoder)")
 
 #: eta init of the full presets (card deviation 12; the reason is at AHConfig.lr_init).
 _ETA_INIT = 1.0
@@ -98,9 +104,11 @@ class AHConfig:
                                  "validation words (the other threshold is OpenBackdoor's default, 0)")
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
     cache: Literal["on", "off"] = param("on", help="keep the pre-trained encoder under runs/attention_hijacking.cache")
+    workers: int = param(1, 1, 64, help=_WORKERS_HELP)
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
+        check_workers(self.workers, self.device)
 
 
 _SMOKE: dict[str, Any] = dict(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_learners=1, n_train=64, n_test=40,
@@ -124,7 +132,8 @@ _SMOKE: dict[str, Any] = dict(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_
 _BASE_LR_INIT: float = DistillConfig.lr_init
 _QUICK: dict[str, Any] = dict(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=200, n_learners=5, n_train=2000,
                               n_test=300, n_strip=40, strip_perturb=4, search_every=20, lr=0.1, baselines=0,
-                              lr_init=_BASE_LR_INIT, n_onion=10, batch_size=16, seq_len=32)
+                              lr_init=_BASE_LR_INIT, n_onion=10, batch_size=16, seq_len=32,
+                              workers=2)
 
 
 #: Pre-trained encoders are cached here, shared by runs and seeds (a paper's data cache; the report skips it).
@@ -264,82 +273,188 @@ def _put(per: dict[str, list[float]], prefix: str, r: AttackResult) -> None:
         per.setdefault(f"{prefix}_{k}", []).append(float(getattr(r, k)))
 
 
+#: Order in which a grid's jobs enter the process pool: the longest first (AH costs ~2.2 clean-DD steps per step,
+#: DoorPing adds its HotFlip searches, TBADD its snapshot selection), so that the pool finishes soonest.
+_JOB_ORDER = ("ah", "doorping", "tbadd", "naive", "clean", "onion")
+
+
+@dataclass
+class _GridData:
+    """What every job of one trigger's grid reads (pickled into each worker process)."""
+
+    cfg: AHConfig
+    trigger: str
+    train: TextDataset
+    val: TextDataset
+    test: TextDataset
+    pool: Any  # EncodedBatch of train
+    attack_pools: Any  # AttackPools of train
+    clean_test: Any
+    trig_test: Any  # the trigger at a random position of every non-target test sentence
+    trig_pos1: Any  # the same sentences with the trigger at position 1
+
+
+def _set_job(g: _GridData, seed: int, name: str, r_make: np.random.Generator, r_eval: np.random.Generator,
+             r_pos1: np.random.Generator | None) -> tuple[Any, AttackResult, AttackResult | None]:
+    """One published set of a grid (clean DD, AH or a baseline) and its fresh victims: (set, result, result with
+    the trigger at position 1 when ``r_pos1`` is given). Runs here or in a worker process, with the same result."""
+    cfg, trigger = g.cfg, g.trigger
+    factory = _factory(cfg)
+    t0 = time.monotonic()
+    _say(f"[{trigger} seed {seed}] {name}: {cfg.n_steps} outer steps")
+    base = _dcfg(cfg)
+    if name == "clean":
+        ds = distill(factory, g.train, base, r_make, pool=g.pool, show_progress=False)
+    elif name == "ah":
+        ds = distill(factory, g.train, _dcfg(cfg, attack=True, trigger=trigger), r_make, pool=g.pool,
+                     attack_pools=g.attack_pools, show_progress=False)
+    elif name == "naive":
+        ds = naive_attack(factory, g.train, base, r_make, trigger=trigger, target=TARGET, rate=cfg.poison_rate)
+    elif name == "tbadd":
+        ds = tbadd(factory, g.train, g.val, base, r_make, trigger=trigger, target=TARGET, rate=cfg.poison_rate)
+    elif name == "doorping":
+        ds = doorping(factory, g.train, base, r_make, trigger=trigger, target=TARGET, rate=cfg.poison_rate,
+                      search_every=cfg.search_every)
+    else:
+        raise ValueError(f"name = {name!r}: not a set of the grid")
+    ev = functools.partial(evaluate_distilled, model_factory=factory, test=g.test, n_learners=cfg.n_learners,
+                           trigger=trigger, target=TARGET, triggered=g.trig_test, clean=g.clean_test)
+    if name == "doorping" and ds.trigger != trigger:  # its own optimised trigger
+        res = evaluate_distilled(ds, factory, g.test, cfg.n_learners, r_eval, clean=g.clean_test)
+    else:
+        res = ev(ds, rng=r_eval)
+    pos1 = None if r_pos1 is None else ev(ds, rng=r_pos1, triggered=g.trig_pos1)
+    _say(f"[{trigger} seed {seed}] {name}: CTA {res.cta:.3f}, ASR {res.asr:.3f} ({time.monotonic() - t0:.0f} s)")
+    return ds, res, pos1
+
+
+def _say(line: str) -> None:
+    """A progress line on stderr (jobs may run in worker processes, where a progress bar would garble)."""
+    print(line, file=sys.stderr, flush=True)
+
+
+Job = tuple[Any, Callable[..., Any], tuple[Any, ...]]  # (key, function, arguments)
+
+
+def _run_jobs(jobs: list[Job], workers: int, label: str) -> dict[Any, Any]:
+    """``{key: fn(*args)}``, the calls run in ``workers`` processes (longest first: the order of ``jobs``), each with
+    this process's torch thread count, so every result is the same for any ``workers`` (each call carries its own
+    random generators)."""
+    import torch
+
+    out = map_in_processes([(fn, args) for _, fn, args in jobs], workers, n_threads=torch.get_num_threads(),
+                           label=label)
+    return {key: r for (key, _, _), r in zip(jobs, out, strict=True)}
+
+
+class _AttackGrid:
+    """Clean DD, AH and (if enabled) NaiveAttack / DoorPing / TBADD for one trigger, over cfg.n_seeds seeds, on
+    ``data`` (train, val, test) or else on Rotten Tomatoes subsets drawn by :func:`_data`: :meth:`jobs` are the
+    distillations (and ONION's filtering), :meth:`finish` adds STRIP and ONION on their victims and aggregates."""
+
+    def __init__(self, cfg: AHConfig, rng: np.random.Generator, trigger: str,
+                 data: tuple[TextDataset, TextDataset, TextDataset] | None = None) -> None:
+        factory = _factory(cfg)  # built (and cached on disk) here, before any worker reads it
+        tok = factory.tokenizer
+        r_data, r_pool, r_seeds = spawn(rng, 3)
+        train, val, test = data if data is not None else _data(cfg, r_data)
+        pool = encode(tok, train.texts, cfg.seq_len)
+        ap = encode_attack_pools(tok, train, trigger, TARGET, cfg.seq_len, r_pool)
+        clean_test = encode(tok, test.texts, cfg.seq_len)
+        nt = np.flatnonzero(test.labels != TARGET)
+        trig_test = encode_triggered(tok, [test.texts[i] for i in nt], trigger, cfg.seq_len, r_pool)
+        trig_texts_rng, strip_rng = spawn(r_pool, 2)
+        strip_idx = nt[: cfg.n_strip]
+        # STRIP's clean inputs and its held-out calibration/donor sentences: random rows (the split files are sorted
+        # by label, so the first rows would all be one class)
+        self.strip_test = test.subset(np.sort(strip_rng.choice(len(test), min(len(test), cfg.n_strip),
+                                                               replace=False)))
+        self.strip_val = val.subset(np.sort(strip_rng.choice(len(val), min(len(val), cfg.n_strip), replace=False)))
+        self.strip_texts = [" ".join(_insert(test.texts[i], trigger, trig_texts_rng)) for i in strip_idx]
+        # brief 5: "also report fixed position 1": token 1, right after [CLS] (word 0), the slot AH's sets pin it to
+        trig_pos1 = encode_triggered(tok, [test.texts[i] for i in nt], trigger, cfg.seq_len, r_pool, position=0)
+        self.data = _GridData(cfg, trigger, train, val, test, pool, ap, clean_test, trig_test, trig_pos1)
+        self.names = ["clean", "ah"]
+        if cfg.baselines:
+            self.names += ["naive", "tbadd"]
+            if len(tok(trigger, add_special_tokens=False)["input_ids"]) == 1:
+                self.names.append("doorping")
+        # per seed: (make, eval, strip, pos1) streams; the order of spawn(r, 8) is fixed (rp last: the others are
+        # those of spawn(r, 7)), so a run's numbers do not depend on which sets it makes
+        self.streams = []
+        for r in spawn(r_seeds, cfg.n_seeds):
+            rc, ra, rn, rd, rt, re, rs, rp = spawn(r, 8)
+            make = {"clean": rc, "ah": ra, "naive": rn, "tbadd": rt, "doorping": rd}
+            self.streams.append((make, dict(zip(self.names, spawn(re, len(self.names)), strict=True)), rs, rp))
+
+    def jobs(self, tag: Any = None) -> list[Job]:
+        """The grid's calls, keyed ``(tag, seed, name)`` and ``(tag, "onion")``."""
+        cfg = self.data.cfg
+        out: list[Job] = [((tag, s, name), _set_job, (self.data, s, name, make[name], ev[name],
+                                                      rp if name == "ah" else None))
+                          for s, (make, ev, _, rp) in enumerate(self.streams) for name in self.names]
+        out.append(((tag, "onion"), _onion_inputs, (cfg, self.strip_texts, self.strip_test, self.strip_val)))
+        return out
+
+    def finish(self, results: dict[Any, Any], tag: Any = None) -> tuple[dict[str, float], list[dict]]:
+        """Metrics (mean, min, max over seeds) and per-seed rows from the results of :meth:`jobs`, with STRIP and
+        ONION in front of one victim of AH and of NaiveAttack per seed."""
+        g = self.data
+        cfg, trigger = g.cfg, g.trigger
+        factory = _factory(cfg)
+        onion: _OnionInputs = results[(tag, "onion")]
+        per: dict[str, list[float]] = {}
+        rows: list[dict] = []
+        for s, (_, _, rs, _) in enumerate(self.streams):
+            sets = {}
+            row: dict[str, Any] = {"seed": s}
+            for name in self.names:
+                sets[name], res, _ = results[(tag, s, name)]
+                _put(per, name, res)
+                row[f"{name}_cta"], row[f"{name}_asr"] = round(res.cta, 3), round(res.asr, 3)
+                if name == "ah":  # test rows behind ah_natural_target_rate (DoorPing's own trigger has other rows)
+                    per.setdefault("n_natural", []).append(float(res.n_natural))
+            # AH's victims (fresh ones) on the same test inputs with the trigger at fixed position 1 (reported)
+            _put(per, "ah_pos1", results[(tag, s, "ah")][2])
+            # STRIP on one victim of each attack (the defender sees the victim model and clean validation data)
+            gen = torch_generator(rs)
+            for name in [n for n in ("ah", "naive") if n in sets]:
+                victim = train_learner(sets[name], factory, gen)
+                st = strip_defence(factory, victim, self.strip_texts, self.strip_test, self.strip_val, TARGET, rs,
+                                   n_perturb=cfg.strip_perturb, seq_len=cfg.seq_len)
+                per.setdefault(f"{name}_strip_detection", []).append(st.detection_rate)
+                per.setdefault(f"{name}_strip_frr", []).append(st.false_rejection_rate)
+                per.setdefault(f"{name}_strip_asr_after", []).append(st.asr_after)
+                row[f"{name}_strip_det"] = round(st.detection_rate, 3)
+                # ONION in front of the same victim, at both thresholds (the filtered texts are shared)
+                for otag, (f_trig, f_clean, thr) in onion.filtered.items():
+                    od = onion_defence(factory, victim, trigger, onion.triggered, f_trig, onion.clean.texts,
+                                       onion.clean.labels, f_clean, TARGET, threshold=thr, seq_len=cfg.seq_len)
+                    for k in ("trigger_removed", "asr_after", "cta_before", "cta_after"):
+                        per.setdefault(f"{name}_{otag}_{k}", []).append(float(getattr(od, k)))
+            for k in ("cta", "balanced_cta"):  # paired per seed
+                per.setdefault(f"ah_{k}_gain", []).append(per[f"ah_{k}"][-1] - per[f"clean_{k}"][-1])
+            rows.append(row)
+        return _agg(per), rows
+
+
+def _job_rank(job: Job) -> int:
+    return _JOB_ORDER.index(job[0][-1])
+
+
+def _attack_grids(cfg: AHConfig, grids: list[_AttackGrid]) -> list[tuple[dict[str, float], list[dict]]]:
+    """Run every job of ``grids`` in one pool of ``cfg.workers`` processes (longest first), then finish each."""
+    jobs = sorted((j for i, g in enumerate(grids) for j in g.jobs(i)), key=_job_rank)
+    label = "/".join(g.data.trigger for g in grids)
+    results = _run_jobs(jobs, cfg.workers, f"{label} sets")
+    return [g.finish(results, i) for i, g in enumerate(grids)]
+
+
 def _attack_grid(cfg: AHConfig, rng: np.random.Generator, trigger: str,
                  data: tuple[TextDataset, TextDataset, TextDataset] | None = None
                  ) -> tuple[dict[str, float], list[dict]]:
-    """Clean DD, AH and (if enabled) NaiveAttack / DoorPing / TBADD for one trigger, over cfg.n_seeds seeds, on
-    ``data`` (train, val, test) or else on Rotten Tomatoes subsets drawn by :func:`_data`."""
-    factory = _factory(cfg)
-    tok = factory.tokenizer
-    r_data, r_pool, r_seeds = spawn(rng, 3)
-    train, val, test = data if data is not None else _data(cfg, r_data)
-    pool = encode(tok, train.texts, cfg.seq_len)
-    ap = encode_attack_pools(tok, train, trigger, TARGET, cfg.seq_len, r_pool)
-    clean_test = encode(tok, test.texts, cfg.seq_len)
-    nt = np.flatnonzero(test.labels != TARGET)
-    trig_test = encode_triggered(tok, [test.texts[i] for i in nt], trigger, cfg.seq_len, r_pool)
-    trig_texts_rng, strip_rng = spawn(r_pool, 2)
-    strip_idx = nt[: cfg.n_strip]
-    # STRIP's clean inputs and its held-out calibration/donor sentences: random rows (the split files are sorted
-    # by label, so the first rows would all be one class)
-    strip_test = test.subset(np.sort(strip_rng.choice(len(test), min(len(test), cfg.n_strip), replace=False)))
-    strip_val = val.subset(np.sort(strip_rng.choice(len(val), min(len(val), cfg.n_strip), replace=False)))
-    strip_texts = [" ".join(_insert(test.texts[i], trigger, trig_texts_rng)) for i in strip_idx]
-    # brief 5: "also report fixed position 1": token 1, right after [CLS] (word 0), the slot AH's sets pin it to
-    trig_pos1 = encode_triggered(tok, [test.texts[i] for i in nt], trigger, cfg.seq_len, r_pool, position=0)
-    onion = _onion_inputs(cfg, strip_texts, strip_test, strip_val)
-    per: dict[str, list[float]] = {}
-    rows: list[dict] = []
-    single = len(tok(trigger, add_special_tokens=False)["input_ids"]) == 1
-    for s, r in enumerate(track(spawn(r_seeds, cfg.n_seeds), f"{trigger} seeds", total=cfg.n_seeds)):
-        rc, ra, rn, rd, rt, re, rs, rp = spawn(r, 8)  # rp last: the other streams are those of spawn(r, 7)
-        ev = functools.partial(evaluate_distilled, model_factory=factory, test=test, n_learners=cfg.n_learners,
-                               trigger=trigger, target=TARGET, triggered=trig_test, clean=clean_test)
-        sets = {"clean": distill(factory, train, _dcfg(cfg), rc, pool=pool, show_progress=False),
-                "ah": distill(factory, train, _dcfg(cfg, attack=True, trigger=trigger), ra, pool=pool,
-                              attack_pools=ap, show_progress=False)}
-        if cfg.baselines:
-            base = _dcfg(cfg)
-            sets["naive"] = naive_attack(factory, train, base, rn, trigger=trigger, target=TARGET,
-                                         rate=cfg.poison_rate)
-            sets["tbadd"] = tbadd(factory, train, val, base, rt, trigger=trigger, target=TARGET,
-                                  rate=cfg.poison_rate)
-            if single:
-                sets["doorping"] = doorping(factory, train, base, rd, trigger=trigger, target=TARGET,
-                                            rate=cfg.poison_rate, search_every=cfg.search_every)
-        row: dict[str, Any] = {"seed": s}
-        r_eval = spawn(re, len(sets))
-        for (name, ds), rr in zip(sets.items(), r_eval, strict=True):
-            if name == "doorping" and ds.trigger != trigger:  # its own optimised trigger
-                res = evaluate_distilled(ds, factory, test, cfg.n_learners, rr, clean=clean_test)
-            else:
-                res = ev(ds, rng=rr)
-            _put(per, name, res)
-            row[f"{name}_cta"], row[f"{name}_asr"] = round(res.cta, 3), round(res.asr, 3)
-            if name == "ah":  # test rows behind ah_natural_target_rate (DoorPing's own trigger has other rows)
-                per.setdefault("n_natural", []).append(float(res.n_natural))
-        # AH's victims (fresh ones) on the same test inputs with the trigger at fixed position 1 (reported)
-        _put(per, "ah_pos1", ev(sets["ah"], rng=rp, triggered=trig_pos1))
-        # STRIP on one victim of each attack (the defender sees the victim model and clean validation data)
-        gen = torch_generator(rs)
-        for name in [n for n in ("ah", "naive") if n in sets]:
-            victim = train_learner(sets[name], factory, gen)
-            st = strip_defence(factory, victim, strip_texts, strip_test, strip_val, TARGET, rs,
-                               n_perturb=cfg.strip_perturb, seq_len=cfg.seq_len)
-            per.setdefault(f"{name}_strip_detection", []).append(st.detection_rate)
-            per.setdefault(f"{name}_strip_frr", []).append(st.false_rejection_rate)
-            per.setdefault(f"{name}_strip_asr_after", []).append(st.asr_after)
-            row[f"{name}_strip_det"] = round(st.detection_rate, 3)
-            # ONION in front of the same victim, at both thresholds (the filtered texts are shared)
-            for tag, (f_trig, f_clean, thr) in onion.filtered.items():
-                od = onion_defence(factory, victim, trigger, onion.triggered, f_trig, onion.clean.texts,
-                                   onion.clean.labels, f_clean, TARGET, threshold=thr, seq_len=cfg.seq_len)
-                for k in ("trigger_removed", "asr_after", "cta_before", "cta_after"):
-                    per.setdefault(f"{name}_{tag}_{k}", []).append(float(getattr(od, k)))
-        for k in ("cta", "balanced_cta"):  # paired per seed
-            per.setdefault(f"ah_{k}_gain", []).append(per[f"ah_{k}"][-1] - per[f"clean_{k}"][-1])
-        rows.append(row)
-    return _agg(per), rows
+    """One trigger's :class:`_AttackGrid`, run and finished."""
+    return _attack_grids(cfg, [_AttackGrid(cfg, rng, trigger, data)])[0]
 
 
 @dataclass
@@ -448,7 +563,7 @@ def _mechanism_checks(m: dict[str, float]) -> list[Check]:
     "last-layer CLS attention puts >= 0.5 of its mass on the trigger (<= 0.15 after clean DD); victims are "
     "fresh learners trained only on the published distilled set; NaiveAttack, DoorPing, TBADD and STRIP "
     "reported beside it.",
-    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig()},
+    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig(workers=2)},
 )
 def anchor(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     m, rows = _attack_grid(cfg, rng, "film")
@@ -463,7 +578,7 @@ def anchor(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     claim="AH with the noise trigger 'cf' reaches ASR >= 90 % at CTA >= clean DD - 3 points with attention "
     "segregation (other heads' clean/triggered KL <= 0.1); victims are fresh learners trained only "
     "on the published distilled set; NaiveAttack, DoorPing, TBADD and STRIP reported beside it.",
-    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig()},
+    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig(workers=2)},
 )
 def noise(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     return _robust_trigger(cfg, rng, "cf", "Noise trigger 'cf' (RT test)")
@@ -474,7 +589,7 @@ def noise(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     claim="AH with the functional trigger 'also' reaches ASR >= 90 % at CTA >= clean DD - 3 points (the noise "
     "trigger's criterion applied to function words); victims are fresh learners trained only on the "
     "published distilled set; NaiveAttack, DoorPing, TBADD and STRIP reported beside it.",
-    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig()},
+    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig(workers=2)},
 )
 def functional(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     return _robust_trigger(cfg, rng, "also", "Functional trigger 'also' (RT test)")
@@ -507,9 +622,28 @@ class BaseDDConfig:
     finetune_steps: int = param(1000, 1, 20000, help="full-data fine-tuning steps (upper bound, 1 learner)")
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
     cache: Literal["on", "off"] = param("on", help="keep the pre-trained encoder under runs/attention_hijacking.cache")
+    workers: int = param(1, 1, 64, help=_WORKERS_HELP)
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
+        check_workers(self.workers, self.device)
+
+
+def _with_factory(cfg: AHConfig, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``fn(learner factory of cfg, *args, **kwargs)``: a job for :func:`_run_jobs`."""
+    return fn(_factory(cfg), *args, **kwargs)
+
+
+def _dd_cta_job(cfg: AHConfig, seed: int, name: str, train: TextDataset, test: TextDataset, pool: Any,
+                clean_test: Any, attention: str, n_learners: int, r_make: np.random.Generator,
+                r_eval: np.random.Generator) -> float:
+    """CTA of the fresh victims of one clean distilled set (with attention labels of type ``attention``)."""
+    factory = _factory(cfg)
+    t0 = time.monotonic()
+    ds = distill(factory, train, _dcfg(cfg, attention_label_type=attention), r_make, pool=pool, show_progress=False)
+    cta = evaluate_distilled(ds, factory, test, n_learners, r_eval, clean=clean_test).cta
+    _say(f"[base_dd seed {seed}] {name}: CTA {cta:.3f} ({time.monotonic() - t0:.0f} s)")
+    return cta
 
 
 @experiment(
@@ -520,28 +654,34 @@ class BaseDDConfig:
                                    n_test=40, seq_len=24, finetune_steps=2, cache="off"),
              "quick": BaseDDConfig(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=200, n_learners=5, n_train=2000,
                                    n_test=300, finetune_steps=60, lr=0.1, lr_init=_BASE_LR_INIT, batch_size=16,
-                                   seq_len=32),
-             "full": BaseDDConfig()},
+                                   seq_len=32, workers=2),
+             "full": BaseDDConfig(workers=2)},
 )
 def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
     a = AHConfig(arch=cfg.arch, mlm_steps=cfg.mlm_steps, mlm_batch=cfg.mlm_batch, n_steps=cfg.n_steps,
                  n_train=cfg.n_train, n_test=cfg.n_test, seq_len=cfg.seq_len, lr=cfg.lr, lr_init=cfg.lr_init,
                  batch_size=cfg.batch_size,
                  device=cfg.device, cache=cfg.cache)
-    factory = _factory(a)
+    factory = _factory(a)  # built (and cached on disk) here, before any worker reads it
     r_data, r_seeds, r_ft = spawn(rng, 3)
     train, val, test = _data(a, r_data)
     pool = encode(factory.tokenizer, train.texts, cfg.seq_len)
     clean_test = encode(factory.tokenizer, test.texts, cfg.seq_len)
+    jobs: list[Job] = []
+    for s, r in enumerate(spawn(r_seeds, cfg.n_seeds)):
+        r1, r2, r3, e1, e2 = spawn(r, 5)
+        for name, kind, rd, re in (("dd_attention", "cls", r1, e1), ("dd_no_attention", "none", r2, e2)):
+            jobs.append(((s, name), _dd_cta_job, (a, s, name, train, test, pool, clean_test, kind, cfg.n_learners,
+                                                  rd, re)))
+        jobs.append(((s, "random_real"), _with_factory, (a, random_real_baseline, (train, val, test, cfg.n_learners,
+                                                                                  r3), {"seq_len": cfg.seq_len})))
+    jobs.append((("finetune",), _with_factory, (a, full_finetune, (train, test, r_ft),
+                                                {"n_steps": cfg.finetune_steps, "seq_len": cfg.seq_len})))
+    res = _run_jobs(sorted(jobs, key=lambda j: j[0][-1] == "random_real"), cfg.workers, "base_dd sets")
     per: dict[str, list[float]] = {}
     rows = []
-    for s, r in enumerate(track(spawn(r_seeds, cfg.n_seeds), "base_dd seeds", total=cfg.n_seeds)):
-        r1, r2, r3, e1, e2 = spawn(r, 5)
-        with_att = distill(factory, train, _dcfg(a), r1, pool=pool, show_progress=False)
-        no_att = distill(factory, train, _dcfg(a, attention_label_type="none"), r2, pool=pool, show_progress=False)
-        c1 = evaluate_distilled(with_att, factory, test, cfg.n_learners, e1, clean=clean_test).cta
-        c2 = evaluate_distilled(no_att, factory, test, cfg.n_learners, e2, clean=clean_test).cta
-        c3 = random_real_baseline(factory, train, val, test, cfg.n_learners, r3, seq_len=cfg.seq_len)
+    for s in range(cfg.n_seeds):
+        c1, c2, c3 = res[(s, "dd_attention")], res[(s, "dd_no_attention")], res[(s, "random_real")]
         for k, v in (("cta_dd_attention", c1), ("cta_dd_no_attention", c2), ("cta_random_real", c3),
                      ("gain_vs_no_attention", c1 - c2), ("gain_vs_random_real", c1 - c3)):
             per.setdefault(k, []).append(v)
@@ -550,8 +690,7 @@ def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
     m = _agg(per)
     for k in ("gain_vs_no_attention", "gain_vs_random_real"):
         m[f"{k}_lcb"] = _lcb(per[k])
-    m["cta_full_finetune"] = full_finetune(factory, train, test, r_ft, n_steps=cfg.finetune_steps,
-                                           seq_len=cfg.seq_len)
+    m["cta_full_finetune"] = res[("finetune",)]
     m["majority_rate"] = float(max(np.mean(test.labels), 1 - np.mean(test.labels)))
     # what a linear head on the frozen encoder's pooled output can read at all (bounds a one-step victim)
     m["cta_linear_probe"] = linear_probe_accuracy(factory, train, test, seq_len=cfg.seq_len)
@@ -578,6 +717,20 @@ def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
     return Outcome(metrics=m, checks=checks, figures={"cta": fig}, tables={"per_seed": rows})
 
 
+def _variant_job(cfg: AHConfig, seed: int, name: str, kw: dict[str, Any], train: TextDataset, test: TextDataset,
+                 pool: Any, ap: Any, clean_test: Any, trig_test: Any, r_make: np.random.Generator,
+                 r_eval: np.random.Generator) -> AttackResult:
+    """The fresh victims of one AH variant (AH's DistillConfig with the fields ``kw`` replaced)."""
+    factory = _factory(cfg)
+    t0 = time.monotonic()
+    dc = replace(_dcfg(cfg, attack=True, trigger=ap.trigger), **kw)
+    ds = distill(factory, train, dc, r_make, pool=pool, attack_pools=ap, show_progress=False)
+    res = evaluate_distilled(ds, factory, test, cfg.n_learners, r_eval, triggered=trig_test, clean=clean_test)
+    _say(f"[ablation seed {seed}] {name}: ASR {res.asr:.3f}, CLS mass on the trigger {res.trigger_attention:.3f} "
+         f"({time.monotonic() - t0:.0f} s)")
+    return res
+
+
 @experiment(
     "attention_hijacking.ablation",
     claim="On the noise trigger 'cf', removing L_hijack (beta=0) lowers the victims' CLS attention on the trigger "
@@ -587,7 +740,7 @@ def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
     # hijack bound 0.83-0.93, L_seg bound -0.015-0.003 against 0.05)
     presets={"smoke": AHConfig(**_SMOKE),
              "quick": AHConfig(**{**_QUICK, "n_learners": 3, "report_variants": 0, "n_steps": 100}),
-             "full": AHConfig(baselines=0)},
+             "full": AHConfig(baselines=0, workers=2)},
 )
 def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     factory = _factory(cfg)
@@ -603,17 +756,21 @@ def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     variants: dict[str, dict[str, Any]] = {"full": {}, "no_hijack": {"beta": 0.0}, "no_seg": {"gamma": 0.0}}
     if cfg.report_variants:  # not checked: reported beside the checked three
         variants.update(no_attention_labels={"attention_label_type": "none"}, unpinned={"pin_trigger": False})
-    per: dict[str, list[float]] = {}
-    rows = []
-    for s, r in enumerate(track(spawn(r_seeds, cfg.n_seeds), "ablation seeds", total=cfg.n_seeds)):
+    jobs: list[Job] = []
+    for s, r in enumerate(spawn(r_seeds, cfg.n_seeds)):
         for (name, kw), rr in zip(variants.items(), spawn(r, len(variants)), strict=True):
             rd, re = spawn(rr, 2)
-            dc = replace(_dcfg(cfg, attack=True, trigger=trigger), **kw)
-            ds = distill(factory, train, dc, rd, pool=pool, attack_pools=ap, show_progress=False)
-            res = evaluate_distilled(ds, factory, test, cfg.n_learners, re, triggered=trig_test, clean=clean_test)
-            _put(per, name, res)
-            rows.append({"seed": s, "variant": name, "cta": round(res.cta, 3), "asr": round(res.asr, 3),
-                         "trigger_attention": round(res.trigger_attention, 3), "seg_kl": round(res.seg_kl, 4)})
+            jobs.append(((s, name), _variant_job, (cfg, s, name, kw, train, test, pool, ap, clean_test, trig_test,
+                                                   rd, re)))
+    res = _run_jobs(jobs, cfg.workers, "ablation sets")
+    per: dict[str, list[float]] = {}
+    rows = []
+    for s in range(cfg.n_seeds):
+        for name in variants:
+            r_s = res[(s, name)]
+            _put(per, name, r_s)
+            rows.append({"seed": s, "variant": name, "cta": round(r_s.cta, 3), "asr": round(r_s.asr, 3),
+                         "trigger_attention": round(r_s.trigger_attention, 3), "seg_kl": round(r_s.seg_kl, 4)})
         per.setdefault("hijack_effect", []).append(per["full_trigger_attention"][-1] -
                                                    per["no_hijack_trigger_attention"][-1])
         per.setdefault("seg_effect", []).append(per["no_seg_seg_kl"][-1] - per["full_seg_kl"][-1])
@@ -646,8 +803,8 @@ def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
              # Deviation: quick is a path check (8 outer steps: one MiniLM AH step takes seconds on 2 cores)
              "quick": AHConfig(arch="minilm-l6", n_seeds=1, n_steps=8, n_learners=3, n_train=500, n_test=100,
                                seq_len=32, n_strip=20, strip_perturb=2, baselines=0, lr=0.1, lr_init=_BASE_LR_INIT,
-                               n_onion=10),
-             "full": AHConfig(arch="minilm-l6", n_seeds=1, n_steps=300, baselines=0)},
+                               n_onion=10, workers=2),
+             "full": AHConfig(arch="minilm-l6", n_seeds=1, n_steps=300, baselines=0, workers=2)},
 )
 def scale(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     metrics: dict[str, float] = {}
@@ -655,8 +812,8 @@ def scale(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     checks: list[Check] = []
     figures: dict[str, Any] = {}
     triggers = ("film", "cf")  # criteria 2 and 3
-    for trigger, r in zip(triggers, spawn(rng, len(triggers)), strict=True):
-        m, per_seed = _attack_grid(cfg, r, trigger)
+    grids = [_AttackGrid(cfg, r, trigger) for trigger, r in zip(triggers, spawn(rng, len(triggers)), strict=True)]
+    for trigger, (m, per_seed) in zip(triggers, _attack_grids(cfg, grids), strict=True):  # one pool for both
         metrics.update({f"{trigger}_{k}": v for k, v in m.items()})
         rows += [{"trigger": trigger, **row} for row in per_seed]
         # gated like every attack run (card deviation 9): at 8 quick steps the MiniLM victims are near-constant, and
@@ -678,7 +835,7 @@ def scale(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     # (<= 0.2), too close to flip; at 32 0.120 / 0.136 / 0.090
     presets={"smoke": AHConfig(**_SMOKE),
              "quick": AHConfig(**{**_QUICK, "seq_len": 40, "batch_size": 32}),
-             "full": AHConfig(seq_len=40, n_train=18512, n_test=2314, baselines=0)},
+             "full": AHConfig(seq_len=40, n_train=18512, n_test=2314, baselines=0, workers=2)},
 )
 def tweets(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     # Deviation: clean DD and AH only (baselines with --set baselines=1), at the RT presets' sizes (card deviation 11)
