@@ -1,9 +1,11 @@
+import io
+import sys
 from pathlib import Path
 
 import pytest
 
 from icml2026.core.plotting import new_figure, save_figure
-from icml2026.core.progress import track
+from icml2026.core.progress import plain_lines, track
 from icml2026.core.rng import make_rng, spawn
 
 
@@ -19,6 +21,22 @@ def test_track_yields_everything_and_prints_plain_lines_when_not_a_terminal(caps
 def test_track_handles_unsized_iterables(capsys: pytest.CaptureFixture) -> None:
     assert list(track((i for i in range(3)), "gen")) == [0, 1, 2]
     assert "(? steps)" in capsys.readouterr().err
+
+
+class _FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_plain_lines_hides_the_terminal_so_track_writes_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    # fails if track drew a live bar (nothing but bar escapes on the fake terminal) or stderr were not restored
+    fake = _FakeTerminal()
+    monkeypatch.setattr(sys, "stderr", fake)
+    with plain_lines():
+        assert not sys.stderr.isatty()
+        assert list(track(range(3), "job")) == [0, 1, 2]
+    assert sys.stderr is fake
+    assert fake.getvalue().splitlines()[0] == "[job] start (3 steps)"
 
 
 def test_figures_are_saved(tmp_path: Path) -> None:

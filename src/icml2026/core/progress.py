@@ -8,11 +8,12 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from contextlib import contextmanager
+from typing import Any, TypeVar, cast
 
 T = TypeVar("T")
 
-__all__ = ["track"]
+__all__ = ["track", "plain_lines"]
 
 
 def track(items: Iterable[T], description: str, total: int | None = None) -> Iterator[T]:
@@ -43,3 +44,28 @@ def track(items: Iterable[T], description: str, total: int | None = None) -> Ite
             of = f"/{total}" if total is not None else ""
             print(f"[{description}] {i}{of} ({now - start:.1f}s)", file=sys.stderr, flush=True)
     print(f"[{description}] done {i} steps in {time.monotonic() - start:.1f}s", file=sys.stderr, flush=True)
+
+
+class _NoTerminal:
+    """``stream`` that says it is not a terminal, so that :func:`track` writes plain lines."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def isatty(self) -> bool:
+        return False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def plain_lines() -> Iterator[None]:
+    """Plain progress lines on stderr for the ``with`` body, even where stderr is a terminal: several worker
+    processes drawing live bars on one terminal would overwrite each other (and the parent's bar)."""
+    old = sys.stderr
+    sys.stderr = cast(Any, _NoTerminal(old))
+    try:
+        yield
+    finally:
+        sys.stderr = old

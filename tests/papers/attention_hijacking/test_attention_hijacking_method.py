@@ -130,10 +130,21 @@ def test_distill_is_deterministic_and_seed_dependent(factory, rt_small):
     train, _ = rt_small
     cfg = DistillConfig(seq_len=12, n_steps=2, batch_size=8)
     a = distill(factory, train, cfg, np.random.default_rng(3), show_progress=False)
-    b = distill(factory, train, cfg, np.random.default_rng(3), show_progress=False)
+    b = distill(factory, train, cfg, np.random.default_rng(3), show_progress="job 3")  # progress changes nothing
     c = distill(factory, train, cfg, np.random.default_rng(4), show_progress=False)
     assert torch.equal(a.inputs_embeds, b.inputs_embeds) and a.history == b.history
     assert not torch.equal(a.inputs_embeds, c.inputs_embeds)
+
+
+def test_a_string_names_the_progress_lines(factory, rt_small, capsys):
+    # the worker jobs of the experiments name their loops: fails if the description were dropped (or the lines
+    # went to stdout)
+    train, _ = rt_small
+    distill(factory, train, DistillConfig(seq_len=12, n_steps=2, batch_size=8), np.random.default_rng(0),
+            show_progress="film seed 1 ah")
+    out = capsys.readouterr()
+    assert "[film seed 1 ah] start (2 steps)" in out.err and "[film seed 1 ah] done 2 steps" in out.err
+    assert out.out == ""
 
 
 def test_evaluate_counts_asr_on_non_target_rows_only(factory, rt_small, ah_set):

@@ -17,7 +17,7 @@ from icml2026.core.errors import MissingDependency  # noqa: E402
 from icml2026.papers.dwc import DWCPolicy, SACConfig, train_sac  # noqa: E402
 from icml2026.papers.dwc import sac as sac_mod  # noqa: E402
 from icml2026.papers.dwc.baselines import DWCActor, MLPActor, QuantMLPActor  # noqa: E402
-from icml2026.papers.dwc.experiments import _plain_progress, _train_job  # noqa: E402
+from icml2026.papers.dwc.experiments import _train_job  # noqa: E402
 
 torch.set_num_threads(1)  # shared 2-core machine
 
@@ -96,15 +96,6 @@ def test_checkpoints_load_onto_the_run_device(tmp_path, monkeypatch):
 class _FakeTerminal(io.StringIO):
     def isatty(self) -> bool:
         return True
-
-
-def test_plain_progress_hides_the_terminal(monkeypatch):
-    fake = _FakeTerminal()
-    monkeypatch.setattr(sys, "stderr", fake)
-    with _plain_progress():
-        assert not sys.stderr.isatty()
-        print("x", file=sys.stderr, flush=True)
-    assert sys.stderr is fake and fake.getvalue() == "x\n"
 
 
 def test_a_worker_job_reports_plain_progress_lines(monkeypatch):

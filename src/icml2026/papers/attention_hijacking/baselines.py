@@ -77,7 +77,7 @@ def _poisoned_labels(data: TextDataset, poison: RealPoison) -> TextDataset:
 
 
 def naive_attack(model_factory: LearnerFactory, data: TextDataset, cfg: DistillConfig, rng: np.random.Generator,
-                 *, trigger: str, target: int, rate: float = 0.1, show_progress: bool = False) -> DistilledSet:
+                 *, trigger: str, target: int, rate: float = 0.1, show_progress: bool | str = False) -> DistilledSet:
     """NaiveAttack: poison a fraction ``rate`` of the real training data, then run clean DD on it."""
     r_p, r_d = spawn(rng, 2)
     pool, poison = poison_real_data(model_factory.tokenizer, data, trigger, target, rate, cfg.seq_len, r_p)
@@ -91,7 +91,7 @@ def naive_attack(model_factory: LearnerFactory, data: TextDataset, cfg: DistillC
 
 def doorping(model_factory: LearnerFactory, data: TextDataset, cfg: DistillConfig, rng: np.random.Generator,
              *, trigger: str, target: int, rate: float = 0.1, search_every: int = 10,
-             show_progress: bool = False) -> DistilledSet:
+             show_progress: bool | str = False) -> DistilledSet:
     """DoorPing: NaiveAttack whose (single-token) trigger is re-optimised during distillation.
 
     # Deviation: DoorPing optimises an image patch to excite chosen neurons; the text version (brief 3) is a
@@ -110,7 +110,7 @@ def doorping(model_factory: LearnerFactory, data: TextDataset, cfg: DistillConfi
 
 def tbadd(model_factory: LearnerFactory, data: TextDataset, val: TextDataset, cfg: DistillConfig,
           rng: np.random.Generator, *, trigger: str, target: int, rate: float = 0.1, n_snapshots: int = 4,
-          n_select_learners: int = 3, weight: float = 0.5, show_progress: bool = False) -> DistilledSet:
+          n_select_learners: int = 3, weight: float = 0.5, show_progress: bool | str = False) -> DistilledSet:
     """TBADD: DD on BadNets/AddSent-poisoned real text; the published checkpoint maximises
     ``weight`` x clean-val accuracy + (1 - ``weight``) x poisoned-val ASR over ``n_snapshots`` snapshots.
 

@@ -21,6 +21,7 @@ from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
 from icml2026.core.device import check_device_name, check_workers, resolve_device
 from icml2026.core.plotting import new_figure, range_yerr
+from icml2026.core.progress import plain_lines
 from icml2026.core.rng import torch_generator
 from icml2026.core.sweep import map_in_processes
 
@@ -301,22 +302,24 @@ def _set_job(g: _GridData, seed: int, name: str, r_make: np.random.Generator, r_
     cfg, trigger = g.cfg, g.trigger
     factory = _factory(cfg)
     t0 = time.monotonic()
-    _say(f"[{trigger} seed {seed}] {name}: {cfg.n_steps} outer steps")
-    base = _dcfg(cfg)
-    if name == "clean":
-        ds = distill(factory, g.train, base, r_make, pool=g.pool, show_progress=False)
-    elif name == "ah":
-        ds = distill(factory, g.train, _dcfg(cfg, attack=True, trigger=trigger), r_make, pool=g.pool,
-                     attack_pools=g.attack_pools, show_progress=False)
-    elif name == "naive":
-        ds = naive_attack(factory, g.train, base, r_make, trigger=trigger, target=TARGET, rate=cfg.poison_rate)
-    elif name == "tbadd":
-        ds = tbadd(factory, g.train, g.val, base, r_make, trigger=trigger, target=TARGET, rate=cfg.poison_rate)
-    elif name == "doorping":
-        ds = doorping(factory, g.train, base, r_make, trigger=trigger, target=TARGET, rate=cfg.poison_rate,
-                      search_every=cfg.search_every)
-    else:
-        raise ValueError(f"name = {name!r}: not a set of the grid")
+    base, desc = _dcfg(cfg), f"{trigger} seed {seed} {name}"
+    with plain_lines():  # jobs may run side by side in worker processes: no live bars
+        if name == "clean":
+            ds = distill(factory, g.train, base, r_make, pool=g.pool, show_progress=desc)
+        elif name == "ah":
+            ds = distill(factory, g.train, _dcfg(cfg, attack=True, trigger=trigger), r_make, pool=g.pool,
+                         attack_pools=g.attack_pools, show_progress=desc)
+        elif name == "naive":
+            ds = naive_attack(factory, g.train, base, r_make, trigger=trigger, target=TARGET, rate=cfg.poison_rate,
+                              show_progress=desc)
+        elif name == "tbadd":
+            ds = tbadd(factory, g.train, g.val, base, r_make, trigger=trigger, target=TARGET, rate=cfg.poison_rate,
+                       show_progress=desc)
+        elif name == "doorping":
+            ds = doorping(factory, g.train, base, r_make, trigger=trigger, target=TARGET, rate=cfg.poison_rate,
+                          search_every=cfg.search_every, show_progress=desc)
+        else:
+            raise ValueError(f"name = {name!r}: not a set of the grid")
     ev = functools.partial(evaluate_distilled, model_factory=factory, test=g.test, n_learners=cfg.n_learners,
                            trigger=trigger, target=TARGET, triggered=g.trig_test, clean=g.clean_test)
     if name == "doorping" and ds.trigger != trigger:  # its own optimised trigger
@@ -640,7 +643,9 @@ def _dd_cta_job(cfg: AHConfig, seed: int, name: str, train: TextDataset, test: T
     """CTA of the fresh victims of one clean distilled set (with attention labels of type ``attention``)."""
     factory = _factory(cfg)
     t0 = time.monotonic()
-    ds = distill(factory, train, _dcfg(cfg, attention_label_type=attention), r_make, pool=pool, show_progress=False)
+    with plain_lines():  # jobs may run side by side in worker processes: no live bars
+        ds = distill(factory, train, _dcfg(cfg, attention_label_type=attention), r_make, pool=pool,
+                     show_progress=f"base_dd seed {seed} {name}")
     cta = evaluate_distilled(ds, factory, test, n_learners, r_eval, clean=clean_test).cta
     _say(f"[base_dd seed {seed}] {name}: CTA {cta:.3f} ({time.monotonic() - t0:.0f} s)")
     return cta
@@ -724,7 +729,9 @@ def _variant_job(cfg: AHConfig, seed: int, name: str, kw: dict[str, Any], train:
     factory = _factory(cfg)
     t0 = time.monotonic()
     dc = replace(_dcfg(cfg, attack=True, trigger=ap.trigger), **kw)
-    ds = distill(factory, train, dc, r_make, pool=pool, attack_pools=ap, show_progress=False)
+    with plain_lines():  # jobs may run side by side in worker processes: no live bars
+        ds = distill(factory, train, dc, r_make, pool=pool, attack_pools=ap,
+                     show_progress=f"ablation seed {seed} {name}")
     res = evaluate_distilled(ds, factory, test, cfg.n_learners, r_eval, triggered=trig_test, clean=clean_test)
     _say(f"[ablation seed {seed}] {name}: ASR {res.asr:.3f}, CLS mass on the trigger {res.trigger_attention:.3f} "
          f"({time.monotonic() - t0:.0f} s)")

@@ -335,7 +335,7 @@ def _bd_heads(factory: LearnerFactory, cfg: DistillConfig) -> tuple[int, tuple[i
 # ------------------------------------------------------------------------------------------ distillation
 def distill(model_factory: LearnerFactory, data: TextDataset, cfg: DistillConfig, rng: np.random.Generator,
             *, poison: RealPoison | None = None, pool: EncodedBatch | None = None,
-            attack_pools: AttackPools | None = None, show_progress: bool = True) -> DistilledSet:
+            attack_pools: AttackPools | None = None, show_progress: bool | str = True) -> DistilledSet:
     """Distil ``data`` into ``dpc`` samples per class (+ AH's poisoned samples when ``cfg.attack``).
 
     Parameters
@@ -346,6 +346,7 @@ def distill(model_factory: LearnerFactory, data: TextDataset, cfg: DistillConfig
     rng : all randomness (initialisation, mini-batches, trigger positions, learner heads).
     poison, pool : poisoned real data for the baselines: ``pool`` is the encoded training set (with the
         trigger tokens marked in ``pool.trigger_mask``), ``poison`` names its poisoned rows.
+    show_progress : progress of the outer steps on stderr (a string names the loop; default "distill").
     """
     import torch
 
@@ -448,7 +449,8 @@ def distill(model_factory: LearnerFactory, data: TextDataset, cfg: DistillConfig
     hist: dict[str, list[float]] = {"loss": [], "ce_clean": [], "ce_trig": [], "hijack": [], "seg": []}
     snapshots: list[tuple[int, DistilledSet]] = []
     steps = range(cfg.n_steps)
-    for step in (track(steps, "distill", total=cfg.n_steps) if show_progress else steps):
+    desc = show_progress if isinstance(show_progress, str) else "distill"
+    for step in (track(steps, desc, total=cfg.n_steps) if show_progress else steps):
         params = model_factory.init_params(gen)  # fresh learner every outer step
         e, y, a, lrs = materialise()
         new = _inner_update(model_factory, params, e, y, a, lrs, cfg.lam, kind, second_order=True)

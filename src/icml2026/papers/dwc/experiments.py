@@ -5,13 +5,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 import numpy as np
 import torch
@@ -21,6 +18,7 @@ from icml2026.core.config import config, param
 from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.errors import require_tool
 from icml2026.core.plotting import new_figure
+from icml2026.core.progress import plain_lines
 from icml2026.core.validate import as_array, positive_int
 
 from . import data
@@ -237,31 +235,6 @@ def _checkpoint_file(directory: str, cfg: SACConfig, rng: np.random.Generator, s
     return Path(directory) / f"{cfg.env_id}_seed{seed_index}_{cfg.actor}_{digest}.pt"
 
 
-class _NoTerminal:
-    """``stream`` that says it is not a terminal, so that ``core.progress.track`` writes plain lines."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-
-    def isatty(self) -> bool:
-        return False
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
-@contextmanager
-def _plain_progress() -> Iterator[None]:
-    """Plain progress lines on stderr for the ``with`` body, even where stderr is a terminal: several worker
-    processes drawing live bars on one terminal would overwrite each other (and the parent's job bar)."""
-    old = sys.stderr
-    sys.stderr = cast(Any, _NoTerminal(old))
-    try:
-        yield
-    finally:
-        sys.stderr = old
-
-
 def _train_job(cfg: SACConfig, rng: np.random.Generator, ckpt: Path | None, progress: str,
                n_threads: int | None, device: str | torch.device = "cpu"
                ) -> SACResult | tuple[SACResult, dict[str, torch.Tensor], tuple]:
@@ -276,7 +249,7 @@ def _train_job(cfg: SACConfig, rng: np.random.Generator, ckpt: Path | None, prog
     limit_blas_threads(n_threads)
     torch.set_num_threads(n_threads)
     torch.use_deterministic_algorithms(True, warn_only=True)
-    with _plain_progress():
+    with plain_lines():
         res = train_sac(cfg, rng, checkpoint_path=ckpt, progress=progress, device=device)
     actor = res.actor
     shape = (actor.obs_dim, actor.act_dim, actor.action_scale.double().numpy(), actor.action_bias.double().numpy())
