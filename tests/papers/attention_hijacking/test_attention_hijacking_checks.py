@@ -82,6 +82,8 @@ def test_the_batch_size_reaches_the_distillation_and_report_variants_trims_the_a
 
     assert _dcfg(AHConfig(batch_size=8)).batch_size == 8
     assert _dcfg(AHConfig()).batch_size == 32  # the base code's, in the full presets
+    assert _dcfg(AHConfig(cls_only_last_layer=1)).cls_only_last_layer is True
+    assert _dcfg(AHConfig()).cls_only_last_layer is False  # the presets' path
     exp = get_experiment("attention_hijacking.ablation")
     cfg = replace(exp.presets["smoke"], report_variants=0)
     res = run_experiment(exp, cfg, preset="smoke", seed=0, out=tmp_path, overrides={"report_variants": 0})

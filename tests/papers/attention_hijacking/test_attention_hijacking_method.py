@@ -18,7 +18,7 @@ from icml2026.papers.attention_hijacking import (  # noqa: E402
     segregation_loss,
 )
 from icml2026.papers.attention_hijacking.data import EncodedBatch  # noqa: E402
-from icml2026.papers.attention_hijacking.method import _forward, _inner_update  # noqa: E402
+from icml2026.papers.attention_hijacking.method import _forward, _forward_cls_only, _inner_update  # noqa: E402
 
 
 def _rand_probs(shape, gen):  # type: ignore[no-untyped-def]
@@ -178,3 +178,64 @@ def test_bad_arguments_are_named(factory, rt_small):
         distill(factory, train, DistillConfig(n_steps=1), 0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="target"):
         distill(factory, train, DistillConfig(n_steps=1, attack=True, target=5), np.random.default_rng(0))
+
+
+def test_the_cls_only_last_layer_is_the_full_forward_on_the_cls_row(factory, rt_small, tok):
+    # The outer loss's fast path must be the same function as transformers' BERT: logits, every layer's CLS
+    # attention row and the gradients into the learner's parameters, with padding in the batch. Fails if the
+    # last layer's keys skipped a token, the padding mask or an add/LayerNorm were dropped, or the rows were taken
+    # from another query.
+    from icml2026.papers.attention_hijacking import encode
+
+    train, _ = rt_small
+    b = encode(tok, train.texts[:12], 24)
+    assert (b.attention_mask == 0).any()  # padding present
+    params = factory.init_params(torch.Generator().manual_seed(1))
+    params = {k: v.clone().requires_grad_(True) for k, v in params.items()}
+    l1, a1 = _forward(factory, params, input_ids=b.input_ids, attention_mask=b.attention_mask)
+    l2, a2 = _forward_cls_only(factory, params, input_ids=b.input_ids, attention_mask=b.attention_mask)
+    assert l2.shape == l1.shape and len(a2) == len(a1)
+    torch.testing.assert_close(l2, l1, atol=1e-6, rtol=1e-5)
+    for x, y in zip(a1, a2, strict=True):
+        assert y.shape == (12, factory.n_heads, 1, x.shape[-1])
+        torch.testing.assert_close(y, x[:, :, :1, :], atol=1e-6, rtol=1e-5)
+    keys = [k for k in params if k != factory.word_embedding_key]
+    loss1 = l1.logsumexp(-1).sum() + sum(x[:, :, 0, :].pow(2).sum() for x in a1)
+    loss2 = l2.logsumexp(-1).sum() + sum(y[:, :, 0, :].pow(2).sum() for y in a2)
+    g1 = torch.autograd.grad(loss1, [params[k] for k in keys], allow_unused=True)
+    g2 = torch.autograd.grad(loss2, [params[k] for k in keys], allow_unused=True)
+    for k, x, y in zip(keys, g1, g2, strict=True):
+        if x is None:
+            assert y is None or float(y.abs().max()) == 0.0, k
+        else:
+            torch.testing.assert_close(y, x, atol=1e-5, rtol=1e-4, msg=k)
+    assert _forward_cls_only(factory, params, input_ids=b.input_ids, attention_mask=b.attention_mask,
+                             attentions=False)[1] is None
+
+
+def test_distill_with_the_cls_only_last_layer_follows_the_full_forward(factory, rt_small):
+    train, _ = rt_small
+    kw = dict(seq_len=12, n_steps=3, batch_size=8, attack=True, trigger="film")
+    a = distill(factory, train, DistillConfig(**kw), np.random.default_rng(2), show_progress=False)
+    b = distill(factory, train, DistillConfig(**kw, cls_only_last_layer=True), np.random.default_rng(2),
+                show_progress=False)
+    for k in ("loss", "ce_clean", "ce_trig", "hijack", "seg"):
+        np.testing.assert_allclose(b.history[k], a.history[k], rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(b.inputs_embeds, a.inputs_embeds, atol=1e-5, rtol=1e-4)
+    with pytest.raises(ValueError, match="cls_only_last_layer"):
+        DistillConfig(cls_only_last_layer=1)  # type: ignore[arg-type]
+
+
+def test_the_cls_only_last_layer_refuses_a_learner_it_does_not_write_out(factory, rt_small, tok):
+    from icml2026.papers.attention_hijacking import encode
+
+    train, _ = rt_small
+    b = encode(tok, train.texts[:2], 16)
+    params = factory.init_params(torch.Generator().manual_seed(0))
+    old = factory.config.hidden_act
+    factory.config.hidden_act = "relu"
+    try:
+        with pytest.raises(ValueError, match="hidden_act"):
+            _forward_cls_only(factory, params, input_ids=b.input_ids, attention_mask=b.attention_mask)
+    finally:
+        factory.config.hidden_act = old

@@ -82,6 +82,11 @@ class DistillConfig:
     # --- baselines hooks --------------------------------------------------------------------------------
     trigger_search_every: int = 0  # DoorPing: HotFlip search of the trigger token every N outer steps
     snapshot_every: int = 0  # TBADD: keep a copy of the distilled set every N outer steps
+    # --- speed ----------------------------------------------------------------------------------------
+    # The outer loss reads the learner's logits and CLS attention rows only, so its passes over the real
+    # mini-batches may compute the last layer for the [CLS] query alone (keys and values still see every token):
+    # the same function, ~1.5x fewer FLOPs on BERT-Tiny, a different float order (off: the stored runs' path).
+    cls_only_last_layer: bool = False
 
     def __post_init__(self) -> None:
         for name in ("dpc", "seq_len", "n_steps", "batch_size", "inner_steps"):
@@ -108,6 +113,8 @@ class DistillConfig:
         positive_int(self.n_bd_heads, "n_bd_heads", minimum=0)
         positive_int(self.trigger_search_every, "trigger_search_every", minimum=0)
         positive_int(self.snapshot_every, "snapshot_every", minimum=0)
+        if not isinstance(self.cls_only_last_layer, bool):
+            raise ValueError(f"cls_only_last_layer = {self.cls_only_last_layer!r}: must be True or False")
 
 
 @dataclass
@@ -198,6 +205,56 @@ def _forward(factory: LearnerFactory, params: dict[str, torch.Tensor], *, inputs
         kw["input_ids"] = input_ids.to(dev)
     out = functional_call(factory.model, params, args=(), kwargs=kw)
     return out.logits, (out.attentions if attentions else None)
+
+
+def _forward_cls_only(factory: LearnerFactory, params: dict[str, torch.Tensor], *, input_ids: Any,
+                      attention_mask: Any, attentions: bool = True) -> tuple[Any, Any]:
+    """:func:`_forward` on token ids with the last layer computed for the [CLS] query only: (logits (n, C),
+    attentions: tuple of L CLS rows (n, H, 1, S) or None). The same function as the full forward (eval mode, no
+    dropout; checked against it in the tests), written out because ``transformers`` has no option to skip the
+    other queries of a layer: BERT's pooler, the classifier and every outer-loss term read only the [CLS] row."""
+    import torch
+
+    F = torch.nn.functional
+    cfg = factory.config
+    if cfg.hidden_act != "gelu" or getattr(cfg, "position_embedding_type", "absolute") != "absolute":
+        raise ValueError(f"cls_only_last_layer: needs BERT with hidden_act 'gelu' and absolute positions, got "
+                         f"{cfg.hidden_act!r} / {getattr(cfg, 'position_embedding_type', None)!r}")
+    dev = factory.device
+    ids, mask = input_ids.to(dev), attention_mask.to(dev)
+    n, S = ids.shape
+    d, H, L = int(cfg.hidden_size), int(cfg.num_attention_heads), int(cfg.num_hidden_layers)
+    hd = d // H
+
+    def p(name: str) -> torch.Tensor:
+        return params["bert." + name]
+
+    def lin(x: torch.Tensor, name: str) -> torch.Tensor:
+        return F.linear(x, p(name + ".weight"), p(name + ".bias"))
+
+    def norm(x: torch.Tensor, name: str) -> torch.Tensor:
+        return F.layer_norm(x, (d,), p(name + ".weight"), p(name + ".bias"), float(cfg.layer_norm_eps))
+
+    def split(x: torch.Tensor) -> torch.Tensor:  # (n, s, d) -> (n, H, s, hd)
+        return x.view(n, -1, H, hd).transpose(1, 2)
+
+    h = p("embeddings.word_embeddings.weight")[ids] + p("embeddings.token_type_embeddings.weight")[0]
+    h = norm(h + p("embeddings.position_embeddings.weight")[:S], "embeddings.LayerNorm")
+    add = (1.0 - mask[:, None, None, :].to(h.dtype)) * torch.finfo(h.dtype).min  # padding keys
+    rows = []
+    for i in range(L):
+        pre = f"encoder.layer.{i}."
+        x_q = h if i < L - 1 else h[:, :1]  # the last layer: [CLS] queries only
+        q = split(lin(x_q, pre + "attention.self.query"))
+        k, v = split(lin(h, pre + "attention.self.key")), split(lin(h, pre + "attention.self.value"))
+        a = torch.softmax(torch.matmul(q, k.transpose(2, 3)) * hd ** -0.5 + add, dim=-1)
+        rows.append(a[:, :, :1, :])
+        o = torch.matmul(a, v).transpose(1, 2).reshape(n, -1, d)
+        x = norm(lin(o, pre + "attention.output.dense") + x_q, pre + "attention.output.LayerNorm")
+        h = norm(lin(F.gelu(lin(x, pre + "intermediate.dense")), pre + "output.dense") + x, pre + "output.LayerNorm")
+    pooled = torch.tanh(lin(h[:, 0], "pooler.dense"))
+    logits = F.linear(pooled, params["classifier.weight"], params["classifier.bias"])
+    return logits, (tuple(rows) if attentions else None)
 
 
 def attention_kl_term(att_labels: torch.Tensor, attentions: tuple[torch.Tensor, ...],
@@ -447,6 +504,7 @@ def distill(model_factory: LearnerFactory, data: TextDataset, cfg: DistillConfig
     cur_trigger = poison.trigger_id if poison is not None else None
 
     hist: dict[str, list[float]] = {"loss": [], "ce_clean": [], "ce_trig": [], "hijack": [], "seg": []}
+    outer = _forward_cls_only if cfg.cls_only_last_layer else _forward  # the outer loss's passes
     snapshots: list[tuple[int, DistilledSet]] = []
     steps = range(cfg.n_steps)
     desc = show_progress if isinstance(show_progress, str) else "distill"
@@ -460,7 +518,7 @@ def distill(model_factory: LearnerFactory, data: TextDataset, cfg: DistillConfig
             b = EncodedBatch(torch.where(b.trigger_mask, torch.as_tensor(cur_trigger), b.input_ids),
                              b.attention_mask, b.trigger_mask)
         b = _trim(b)
-        logits, _ = _forward(model_factory, new, input_ids=b.input_ids, attention_mask=b.attention_mask,
+        logits, _ = outer(model_factory, new, input_ids=b.input_ids, attention_mask=b.attention_mask,
                              attentions=False)
         ce = torch.nn.functional.cross_entropy(logits, real_y[bi])
         loss = ce
@@ -469,7 +527,7 @@ def distill(model_factory: LearnerFactory, data: TextDataset, cfg: DistillConfig
             ti = torch.as_tensor(rng.choice(len(nt_pool), size=min(n_trig_batch, len(nt_pool)), replace=False))
             tb, cb = _trim(nt_pool.index(ti)), _trim(nt_clean.index(ti))
             need_att = cfg.beta > 0 or cfg.gamma > 0
-            lt, at = _forward(model_factory, new, input_ids=tb.input_ids, attention_mask=tb.attention_mask,
+            lt, at = outer(model_factory, new, input_ids=tb.input_ids, attention_mask=tb.attention_mask,
                               attentions=need_att)
             ce_t = torch.nn.functional.cross_entropy(lt, torch.full((len(ti),), cfg.target, device=dev))
             loss = loss + cfg.alpha * ce_t
@@ -477,7 +535,7 @@ def distill(model_factory: LearnerFactory, data: TextDataset, cfg: DistillConfig
                 hij = hijack_loss(at, tb.trigger_mask, bd_layer, bd_heads)
                 loss = loss + cfg.beta * hij
             if cfg.gamma > 0:
-                _, ac = _forward(model_factory, new, input_ids=cb.input_ids, attention_mask=cb.attention_mask)
+                _, ac = outer(model_factory, new, input_ids=cb.input_ids, attention_mask=cb.attention_mask)
                 seg = segregation_loss(ac, at, cb, tb, bd_layer, bd_heads)
                 loss = loss + cfg.gamma * seg
         opt.zero_grad()
