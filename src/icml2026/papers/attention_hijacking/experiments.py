@@ -281,7 +281,9 @@ def _put(per: dict[str, list[float]], prefix: str, r: AttackResult) -> None:
 
 #: Order in which a grid's jobs enter the process pool: the longest first (AH costs ~2.2 clean-DD steps per step,
 #: DoorPing adds its HotFlip searches, TBADD its snapshot selection), so that the pool finishes soonest.
-_JOB_ORDER = ("ah", "doorping", "tbadd", "naive", "clean", "onion")
+_JOB_ORDER = ("ah", "no_hijack", "no_seg", "doorping", "tbadd", "naive", "clean", "onion")
+#: The AH ablations of the brief's grid (brief 3 and 5): AH's DistillConfig with these fields replaced.
+_AH_ABLATIONS: dict[str, dict[str, Any]] = {"no_hijack": {"beta": 0.0}, "no_seg": {"gamma": 0.0}}
 
 
 @dataclass
@@ -297,7 +299,8 @@ class _GridData:
     attack_pools: Any  # AttackPools of train
     clean_test: Any
     trig_test: Any  # the trigger at a random position of every non-target test sentence
-    trig_pos1: Any  # the same sentences with the trigger at position 1
+    trig_pos1: Any  # the same sentences with the trigger at position 1 (None: not measured)
+    label: str = ""  # prefix of the progress lines (e.g. the learner of a grid with two)
 
 
 def _set_job(g: _GridData, seed: int, name: str, r_make: np.random.Generator, r_eval: np.random.Generator,
@@ -307,7 +310,7 @@ def _set_job(g: _GridData, seed: int, name: str, r_make: np.random.Generator, r_
     cfg, trigger = g.cfg, g.trigger
     factory = _factory(cfg)
     t0 = time.monotonic()
-    base, desc = _dcfg(cfg), f"{trigger} seed {seed} {name}"
+    base, desc = _dcfg(cfg), f"{g.label}{trigger} seed {seed} {name}"
     with plain_lines():  # jobs may run side by side in worker processes: no live bars
         if name == "clean":
             ds = distill(factory, g.train, base, r_make, pool=g.pool, show_progress=desc)
@@ -323,17 +326,27 @@ def _set_job(g: _GridData, seed: int, name: str, r_make: np.random.Generator, r_
         elif name == "doorping":
             ds = doorping(factory, g.train, base, r_make, trigger=trigger, target=TARGET, rate=cfg.poison_rate,
                           search_every=cfg.search_every, show_progress=desc)
+        elif name in _AH_ABLATIONS:
+            ds = distill(factory, g.train, replace(_dcfg(cfg, attack=True, trigger=trigger), **_AH_ABLATIONS[name]),
+                         r_make, pool=g.pool, attack_pools=g.attack_pools, show_progress=desc)
         else:
             raise ValueError(f"name = {name!r}: not a set of the grid")
-    ev = functools.partial(evaluate_distilled, model_factory=factory, test=g.test, n_learners=cfg.n_learners,
-                           trigger=trigger, target=TARGET, triggered=g.trig_test, clean=g.clean_test)
     if name == "doorping" and ds.trigger != trigger:  # its own optimised trigger
         res = evaluate_distilled(ds, factory, g.test, cfg.n_learners, r_eval, clean=g.clean_test)
     else:
-        res = ev(ds, rng=r_eval)
-    pos1 = None if r_pos1 is None else ev(ds, rng=r_pos1, triggered=g.trig_pos1)
-    _say(f"[{trigger} seed {seed}] {name}: CTA {res.cta:.3f}, ASR {res.asr:.3f} ({time.monotonic() - t0:.0f} s)")
+        res = _victims(g, ds, r_eval)
+    pos1 = None if r_pos1 is None else _victims(g, ds, r_pos1, g.trig_pos1)
+    _say(f"[{g.label}{trigger} seed {seed}] {name}: CTA {res.cta:.3f}, ASR {res.asr:.3f} "
+         f"({time.monotonic() - t0:.0f} s)")
     return ds, res, pos1
+
+
+def _victims(g: _GridData, ds: Any, r_eval: np.random.Generator, triggered: Any = None) -> AttackResult:
+    """``g.cfg.n_learners`` fresh victims of ``ds`` on ``g``'s test set, triggered with ``g.trigger`` (the inputs
+    ``triggered``, else ``g.trig_test``)."""
+    return evaluate_distilled(ds, _factory(g.cfg), g.test, g.cfg.n_learners, r_eval, trigger=g.trigger,
+                              target=TARGET, triggered=g.trig_test if triggered is None else triggered,
+                              clean=g.clean_test)
 
 
 def _say(line: str) -> None:
@@ -499,7 +512,7 @@ def _insert(text: str, trigger: str, rng: np.random.Generator) -> list[str]:
 
 
 def _bars(metrics: dict[str, float], title: str) -> Any:
-    names = [n for n in ("clean", "ah", "naive", "tbadd", "doorping") if f"{n}_cta" in metrics]
+    names = [n for n in ("clean", "ah", *_AH_ABLATIONS, "naive", "tbadd", "doorping") if f"{n}_cta" in metrics]
     fig, ax = new_figure(title, "method", "fraction")
     x = np.arange(len(names))
     for off, key, lab in ((-0.2, "cta", "CTA"), (0.2, "asr", "ASR")):
@@ -516,6 +529,10 @@ def _bars(metrics: dict[str, float], title: str) -> Any:
 _TARGETS = {"anchor": (0.95, -0.01), "noise": (0.90, -0.03), "functional": (0.90, -0.03)}
 #: The kind of each trigger of the brief (the tweets' anchor is picked by the brief's rule, see select_anchor).
 _KIND = {"film": "anchor", "cf": "noise", "also": "functional"}
+#: The paper's statements beside criteria 2 / 3 per trigger kind: (ASR, CTA gap to clean DD).
+_PAPER = {"anchor": (">99 % (anchor trigger 'film')", "CTA increases (synergy)"),
+          "noise": ("robust where baselines fail (no number)", "no utility collapse"),
+          "functional": ("robust where baselines fail (no number)", "no utility collapse")}
 #: Largest rate of clean non-target test inputs a victim may send to the target (guard of every attack run).
 _GUARD = 0.2
 
@@ -555,13 +572,13 @@ def _claim_checks(m: dict[str, float], kind: str, asr_paper: str, gap_paper: str
     return checks
 
 
-def _mechanism_checks(m: dict[str, float]) -> list[Check]:
+def _mechanism_checks(m: dict[str, float], prefix: str = "") -> list[Check]:
     # Criterion 4 (brief). Fails e.g. with beta=0 and an unpinned slot (nothing pulls CLS to the trigger), or
     # for the clean-DD bound if the trigger word were one CLS already attends to heavily.
     return [
-        Check("ah_trigger_attention", m["ah_trigger_attention"], ">= 0.5", paper="—"),
-        Check("clean_trigger_attention", m["clean_trigger_attention"], "<= 0.15", paper="—"),
-        Check("ah_seg_kl_other_heads", m["ah_seg_kl"], "<= 0.1", paper="—"),
+        Check(f"{prefix}ah_trigger_attention", m["ah_trigger_attention"], ">= 0.5", paper="—"),
+        Check(f"{prefix}clean_trigger_attention", m["clean_trigger_attention"], "<= 0.15", paper="—"),
+        Check(f"{prefix}ah_seg_kl_other_heads", m["ah_seg_kl"], "<= 0.1", paper="—"),
     ]
 
 
@@ -575,8 +592,7 @@ def _mechanism_checks(m: dict[str, float]) -> list[Check]:
 )
 def anchor(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     m, rows = _attack_grid(cfg, rng, "film")
-    checks = [*_claim_checks(m, "anchor", ">99 % (anchor trigger 'film')", "CTA increases (synergy)"),
-              *_mechanism_checks(m)]
+    checks = [*_claim_checks(m, "anchor", *_PAPER["anchor"]), *_mechanism_checks(m)]
     return Outcome(metrics=m, checks=checks, figures={"cta_asr": _bars(m, "Anchor trigger 'film' (RT test)")},
                    tables={"per_seed": rows})
 
@@ -606,8 +622,7 @@ def functional(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
 def _robust_trigger(cfg: AHConfig, rng: np.random.Generator, trigger: str, title: str) -> Outcome:
     """The noise and functional triggers' shared criterion: ASR >= 90 % at CTA >= clean DD - 3 points."""
     m, rows = _attack_grid(cfg, rng, trigger)
-    checks = [*_claim_checks(m, _KIND[trigger], "robust where baselines fail (no number)", "no utility collapse"),
-              *_mechanism_checks(m)]
+    checks = [*_claim_checks(m, _KIND[trigger], *_PAPER[_KIND[trigger]]), *_mechanism_checks(m)]
     return Outcome(metrics=m, checks=checks, figures={"cta_asr": _bars(m, title)}, tables={"per_seed": rows})
 
 
@@ -744,6 +759,19 @@ def _variant_job(cfg: AHConfig, seed: int, name: str, kw: dict[str, Any], train:
     return res
 
 
+def _ablation_checks(m: dict[str, float], prefix: str = "") -> list[Check]:
+    """The two ablation checks on ``m``'s ``hijack_effect_lcb`` and ``seg_effect_lcb``."""
+    return [
+        # Both effects are paired per distillation seed and checked on their lower bound over the seeds (_lcb).
+        # Fails if L_hijack had no effect on the victims' attention (or the opposite effect).
+        Check(f"{prefix}hijack_term_raises_trigger_attention_lcb", m["hijack_effect_lcb"], ">= 0.05", paper="—"),
+        # Fails if L_seg does not do what it is built for: keep criterion 4's bound (KL <= 0.1). An effect under
+        # half that bound cannot decide criterion 4, and the earlier target "mean > 0" was decided by the run seed
+        # (quick means 0.019 / 0.022 / -0.001 for run seeds 0-2).
+        Check(f"{prefix}seg_term_lowers_other_heads_kl_lcb", m["seg_effect_lcb"], ">= 0.05", paper="—"),
+    ]
+
+
 @experiment(
     "attention_hijacking.ablation",
     claim="On the noise trigger 'cf', removing L_hijack (beta=0) lowers the victims' CLS attention on the trigger "
@@ -766,7 +794,7 @@ def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     clean_test = encode(tok, test.texts, cfg.seq_len)
     nt = np.flatnonzero(test.labels != TARGET)
     trig_test = encode_triggered(tok, [test.texts[i] for i in nt], trigger, cfg.seq_len, r_pool)
-    variants: dict[str, dict[str, Any]] = {"full": {}, "no_hijack": {"beta": 0.0}, "no_seg": {"gamma": 0.0}}
+    variants: dict[str, dict[str, Any]] = {"full": {}, **_AH_ABLATIONS}
     if cfg.report_variants:  # not checked: reported beside the checked three
         variants.update(no_attention_labels={"attention_label_type": "none"}, unpinned={"pin_trigger": False})
     jobs: list[Job] = []
@@ -789,15 +817,7 @@ def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
         per.setdefault("seg_effect", []).append(per["no_seg_seg_kl"][-1] - per["full_seg_kl"][-1])
     m = _agg(per)
     m["hijack_effect_lcb"], m["seg_effect_lcb"] = _lcb(per["hijack_effect"]), _lcb(per["seg_effect"])
-    checks = [
-        # Both effects are paired per distillation seed and checked on their lower bound over the seeds (_lcb).
-        # Fails if L_hijack had no effect on the victims' attention (or the opposite effect).
-        Check("hijack_term_raises_trigger_attention_lcb", m["hijack_effect_lcb"], ">= 0.05", paper="—"),
-        # Fails if L_seg does not do what it is built for: keep criterion 4's bound (KL <= 0.1). An effect under
-        # half that bound cannot decide criterion 4, and the earlier target "mean > 0" was decided by the run seed
-        # (quick means 0.019 / 0.022 / -0.001 for run seeds 0-2).
-        Check("seg_term_lowers_other_heads_kl_lcb", m["seg_effect_lcb"], ">= 0.05", paper="—"),
-    ]
+    checks = _ablation_checks(m)
     fig, ax = new_figure("AH ablations, noise trigger 'cf'", "variant", "fraction")
     x = np.arange(len(variants))
     ax.bar(x - 0.2, [m[f"{n}_asr"] for n in variants], 0.4, label="ASR")
@@ -866,3 +886,122 @@ def tweets(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
               *_mechanism_checks(m)]
     return Outcome(metrics=m, checks=checks, tables={"per_seed": rows, "anchor": [asdict(choice)]},
                    figures={"cta_asr": _bars(m, f"Tweets, anchor trigger '{choice.word}' (test)")})
+
+
+@config
+class GridConfig(AHConfig):
+    """The brief's full grid (brief 5) in one run; the AHConfig fields of the defences (STRIP, ONION), DoorPing and
+    ``report_variants`` are not used (the grid has none of them: the attack experiments report them)."""
+
+    minilm_steps: int = param(300, 0, 5000, help="outer steps of the MiniLM-L6 subset (brief: 300-600); 0 leaves "
+                              "the subset out")
+
+
+#: The triggers of the brief's grid (anchor, functional, noise) and of its MiniLM subset (criteria 2 and 3).
+_GRID_TRIGGERS = ("film", "also", "cf")
+_MINILM_TRIGGERS = ("film", "cf")
+#: Every set the grid makes from one trigger's streams, in a fixed order (streams do not depend on what runs).
+_GRID_SETS = ("ah", *_AH_ABLATIONS, "naive", "tbadd")
+
+
+def _shared_clean_job(gs: list[_GridData], seed: int, r_make: np.random.Generator,
+                      r_evals: list[np.random.Generator]) -> list[AttackResult]:
+    """Clean DD distilled once (it does not depend on the trigger: ``gs`` share their data) and fresh victims of it
+    measured against each grid's trigger, in the order of ``gs``."""
+    ds, first, _ = _set_job(gs[0], seed, "clean", r_make, r_evals[0], None)
+    return [first, *(_victims(g, ds, r) for g, r in zip(gs[1:], r_evals[1:], strict=True))]
+
+
+def _grid_rank(job: Job) -> tuple[int, int]:
+    key = job[0]  # MiniLM's jobs first: each costs several BERT-Tiny ones
+    return (0 if key[0] == "minilm" else 1, _JOB_ORDER.index(key[-1]))
+
+
+def _grid_metrics(results: dict[str, list[AttackResult]]) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """Metrics (mean, min, max over seeds) and per-seed values of one trigger's sets ``{name: [result per seed]}``,
+    with the paired CTA gain of AH over clean DD and, if both ablations ran, their paired effects and bounds."""
+    per: dict[str, list[float]] = {}
+    for name, rs in results.items():
+        for r in rs:
+            _put(per, name, r)
+    per["ah_cta_gain"] = [a - c for a, c in zip(per["ah_cta"], per["clean_cta"], strict=True)]
+    m_extra: dict[str, float] = {}
+    if all(n in results for n in _AH_ABLATIONS):
+        per["hijack_effect"] = [a - b for a, b in zip(per["ah_trigger_attention"],
+                                                      per["no_hijack_trigger_attention"], strict=True)]
+        per["seg_effect"] = [b - a for a, b in zip(per["ah_seg_kl"], per["no_seg_seg_kl"], strict=True)]
+        m_extra = {"hijack_effect_lcb": _lcb(per["hijack_effect"]), "seg_effect_lcb": _lcb(per["seg_effect"])}
+    return {**_agg(per), **m_extra}, per
+
+
+@experiment(
+    "attention_hijacking.grid",
+    claim="The brief's full grid in one run: for the anchor 'film', the functional 'also' and the noise 'cf' "
+    "triggers, BERT-Tiny, 3 distillation seeds x 20 fresh victims of clean DD, AH, AH without L_hijack (beta=0) "
+    "and without L_seg (gamma=0), NaiveAttack and TBADD at the same budget: criteria 2 and 3 (ASR, flip rate, CTA "
+    "gap, gated on the clean-input guard), criterion 4 and the two ablation checks per trigger; plus the MiniLM-L6 "
+    "subset (clean DD and AH for 'film' and 'cf', 1 seed, reported). The outer loss's last layer is computed for "
+    "the [CLS] query only (the same function, faster).",
+    presets={"smoke": GridConfig(**{**_SMOKE, "minilm_steps": 2, "cls_only_last_layer": 1}),
+             "quick": GridConfig(**{**_QUICK, "n_steps": 60, "n_learners": 3, "minilm_steps": 0,
+                                    "cls_only_last_layer": 1}),
+             "full": GridConfig(workers=2, cls_only_last_layer=1)},
+)
+def grid(cfg: GridConfig, rng: np.random.Generator) -> Outcome:
+    tok = _factory(cfg).tokenizer  # the encoder is built (and cached on disk) here, before any worker reads it
+    r_data, r_pool, r_seeds, r_minilm = spawn(rng, 4)
+    train, val, test = _data(cfg, r_data)
+    pool, clean_test = encode(tok, train.texts, cfg.seq_len), encode(tok, test.texts, cfg.seq_len)
+    nt = np.flatnonzero(test.labels != TARGET)
+    gs: dict[str, _GridData] = {}
+    for t, r in zip(_GRID_TRIGGERS, spawn(r_pool, len(_GRID_TRIGGERS)), strict=True):
+        ap = encode_attack_pools(tok, train, t, TARGET, cfg.seq_len, r)
+        trig = encode_triggered(tok, [test.texts[i] for i in nt], t, cfg.seq_len, r)
+        gs[t] = _GridData(cfg, t, train, val, test, pool, ap, clean_test, trig, None)
+    names = [n for n in _GRID_SETS if cfg.baselines or n not in ("naive", "tbadd")]
+    jobs: list[Job] = []
+
+    def add(arch: str, seed: int, grids: list[_GridData], r: np.random.Generator) -> None:
+        r_clean, *r_trig = spawn(r, 1 + len(grids))
+        rm, re = spawn(r_clean, 2)
+        jobs.append(((arch, seed, "clean"), _shared_clean_job, (grids, seed, rm, spawn(re, len(grids)))))
+        for g, rt in zip(grids, r_trig, strict=True):
+            streams = dict(zip(_GRID_SETS, spawn(rt, len(_GRID_SETS)), strict=True))
+            for name in (names if arch == "tiny" else ["ah"]):
+                rm, re = spawn(streams[name], 2)
+                jobs.append(((arch, seed, g.trigger, name), _set_job, (g, seed, name, rm, re, None)))
+
+    for s, r in enumerate(spawn(r_seeds, cfg.n_seeds)):
+        add("tiny", s, list(gs.values()), r)
+    if cfg.minilm_steps:  # the same data and encodings (MiniLM-L6's WordPiece vocabulary is the encoders')
+        mcfg = replace(cfg, arch="minilm-l6", n_steps=cfg.minilm_steps)
+        add("minilm", 0, [replace(gs[t], cfg=mcfg, label="minilm-l6 ") for t in _MINILM_TRIGGERS], r_minilm)
+    res = _run_jobs(sorted(jobs, key=_grid_rank), cfg.workers, "grid sets")
+
+    metrics: dict[str, float] = {}
+    checks: list[Check] = []
+    figures: dict[str, Any] = {}
+    rows: list[dict] = []
+    parts = [("tiny", t, range(cfg.n_seeds), names) for t in gs]
+    if cfg.minilm_steps:
+        parts += [("minilm", t, range(1), ["ah"]) for t in _MINILM_TRIGGERS]
+    for arch, t, seeds, sets in parts:
+        trig_order = list(gs) if arch == "tiny" else list(_MINILM_TRIGGERS)
+        found = {"clean": [res[(arch, s, "clean")][trig_order.index(t)] for s in seeds],
+                 **{n: [res[(arch, s, t, n)][1] for s in seeds] for n in sets}}
+        m, _ = _grid_metrics(found)
+        prefix = f"{t}_" if arch == "tiny" else f"minilm_{t}_"
+        metrics.update({f"{prefix}{k}": v for k, v in m.items()})
+        rows += [{"arch": cfg.arch if arch == "tiny" else "minilm-l6", "trigger": t, "seed": s, "set": n,
+                  "cta": round(r.cta, 3), "asr": round(r.asr, 3), "flip_rate": round(r.flip_rate, 3),
+                  "clean_nontarget_to_target": round(r.clean_target_rate, 3),
+                  "trigger_attention": round(r.trigger_attention, 3), "seg_kl": round(r.seg_kl, 4)}
+                 for n, rs in found.items() for s, r in zip(seeds, rs, strict=True)]
+        title = f"{'MiniLM-L6' if arch == 'minilm' else cfg.arch}, trigger '{t}' (RT test)"
+        figures[f"cta_asr_{prefix.rstrip('_')}"] = _bars(m, title)
+        if arch == "tiny":  # criterion 5 (MiniLM) is reported, not gated (brief 6)
+            checks += [*_claim_checks(m, _KIND[t], *_PAPER[_KIND[t]], prefix=prefix),
+                       *_mechanism_checks(m, prefix)]
+            if "hijack_effect_lcb" in m:
+                checks += _ablation_checks(m, prefix)
+    return Outcome(metrics=metrics, checks=checks, figures=figures, tables={"per_set": rows})
