@@ -60,8 +60,8 @@ _WORKERS_HELP = ("processes running the distillations side by side (CPU only; th
 
 #: Help of the ``cls_only_last_layer`` fields (DistillConfig.cls_only_last_layer).
 _CLS_ONLY_HELP = ("1: the outer loss's passes compute the last layer for the [CLS] query only (the same function, "
-                  "~1.5x faster on a BERT-Tiny AH step, another float order: the grid's presets use it, the others "
-                  "keep 0, the path of their stored runs)")
+                  "~1.5x faster on a BERT-Tiny AH step, another float order: the grid's presets and tweets quick use "
+                  "it, the others keep 0, the path of their stored runs)")
 
 #: eta init of the full presets (card deviation 12; the reason is at AHConfig.lr_init).
 _ETA_INIT = 1.0
@@ -866,9 +866,10 @@ def scale(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     ">= 95 % at CTA >= clean DD - 1 point, with >= 0.5 of the victims' CLS attention on the trigger; balanced "
     "accuracy reported (the classes are 70 / 30).",
     # tweets quick keeps the base code's batch (32): at 16 its guard was 0.116 / 0.172 / 0.065 on seeds 0-2
-    # (<= 0.2), too close to flip; at 32 0.120 / 0.136 / 0.090
+    # (<= 0.2), too close to flip; at 32 0.120 / 0.136 / 0.090. Its [CLS]-only last layer (since 2026-12-05: 61-64 s a
+    # run instead of 74-79 s) gave 0.134 / 0.146 / 0.085 and the same 6/6 verdicts.
     presets={"smoke": AHConfig(**_SMOKE),
-             "quick": AHConfig(**{**_QUICK, "seq_len": 40, "batch_size": 32}),
+             "quick": AHConfig(**{**_QUICK, "seq_len": 40, "batch_size": 32, "cls_only_last_layer": 1}),
              "full": AHConfig(seq_len=40, n_train=18512, n_test=2314, baselines=0, workers=2)},
 )
 def tweets(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
@@ -944,6 +945,8 @@ def _grid_metrics(results: dict[str, list[AttackResult]]) -> tuple[dict[str, flo
     "subset (clean DD and AH for 'film' and 'cf', 1 seed, reported). The outer loss's last layer is computed for "
     "the [CLS] query only (the same function, faster).",
     presets={"smoke": GridConfig(**{**_SMOKE, "minilm_steps": 2, "cls_only_last_layer": 1}),
+             # Deviation: quick is a path check (card deviation 7): 60 outer steps, 3 victims, no MiniLM subset (the
+             # smoke preset runs it), ~1 min; seeds 0-2 gave 12/18 each, every check >= 0.045 from its target
              "quick": GridConfig(**{**_QUICK, "n_steps": 60, "n_learners": 3, "minilm_steps": 0,
                                     "cls_only_last_layer": 1}),
              "full": GridConfig(workers=2, cls_only_last_layer=1)},
