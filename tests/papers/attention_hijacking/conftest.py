@@ -40,3 +40,31 @@ def rt_small():  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(0)
     return (train.subset(rng.choice(len(train), 96, replace=False)),
             test.subset(rng.choice(len(test), 40, replace=False)))
+
+
+@pytest.fixture
+def smoke_in_1_and_2_workers(tmp_path):  # type: ignore[no-untyped-def]
+    """``run(name, seed, **overrides)``: the experiment's smoke preset with 2 distillation seeds and ``overrides``,
+    run in 1 and in 2 worker processes; asserts identical tables and metrics (values and order) and returns the
+    1-process results."""
+    from dataclasses import replace
+
+    from icml2026.core.registry import get_experiment
+    from icml2026.core.runner import run_experiment
+
+    def run(name: str, seed: int, **overrides: object) -> dict:
+        exp = get_experiment(f"attention_hijacking.{name}")
+        out = {}
+        for workers in (1, 2):
+            kw = {"n_seeds": 2, **overrides, "workers": workers}
+            res = run_experiment(exp, replace(exp.presets["smoke"], **kw), preset="smoke", seed=seed,
+                                 out=tmp_path / str(workers), overrides=kw)
+            out[workers] = res.results
+        one, two = out[1], out[2]
+        assert one["tables"] == two["tables"]
+        assert list(one["metrics"]) == list(two["metrics"])
+        np.testing.assert_array_equal(np.array(list(one["metrics"].values()), float),
+                                      np.array(list(two["metrics"].values()), float))
+        return one
+
+    return run

@@ -93,28 +93,12 @@ def test_the_batch_size_reaches_the_distillation_and_report_variants_trims_the_a
 
 
 @pytest.mark.parametrize("name", ["anchor", "base_dd", "ablation"])
-def test_worker_processes_give_the_numbers_of_one_process(tmp_path, name):
+def test_worker_processes_give_the_numbers_of_one_process(smoke_in_1_and_2_workers, name):
     # Every job carries its own random streams, so running the distillations in 2 processes must change nothing:
     # fails if a job drew from a stream another job also uses (the order of the jobs would then matter) or if the
     # results were put back under the wrong (seed, set). The anchor grid runs all five sets (clean DD, AH and the
     # three baselines) and ONION's filtering as jobs; 2 seeds check that each seed gets its own sets back.
-    from dataclasses import replace
-
-    from icml2026.core.registry import get_experiment
-    from icml2026.core.runner import run_experiment
-
-    exp = get_experiment(f"attention_hijacking.{name}")
-    out = {}
-    for workers in (1, 2):
-        cfg = replace(exp.presets["smoke"], n_seeds=2, workers=workers)
-        res = run_experiment(exp, cfg, preset="smoke", seed=3, out=tmp_path / str(workers),
-                             overrides={"n_seeds": 2, "workers": workers})
-        out[workers] = res.results
-    one, two = out[1], out[2]
-    assert one["tables"] == two["tables"]
-    assert list(one["metrics"]) == list(two["metrics"])
-    np.testing.assert_array_equal(np.array(list(one["metrics"].values()), float),
-                                  np.array(list(two["metrics"].values()), float))
+    one = smoke_in_1_and_2_workers(name, 3)
     # each seed gets its own sets back (fails if every seed's row were read from one seed's results)
     by_seed = [[{k: v for k, v in r.items() if k != "seed"} for r in one["tables"]["per_seed"] if r["seed"] == s]
                for s in (0, 1)]

@@ -71,24 +71,10 @@ def test_grid_config_rejects_bad_values():
     assert GridConfig().minilm_steps == 300  # the brief's 300-600 MiniLM steps, at its low end
 
 
-def test_grid_runs_every_set_and_gives_the_same_numbers_in_two_processes(tmp_path):
+def test_grid_runs_every_set_and_gives_the_same_numbers_in_two_processes(smoke_in_1_and_2_workers):
     # Fails if a job drew from another job's stream (the pool's order would then matter), if a result were put
     # back under the wrong (learner, seed, trigger, set), or if the shared clean DD were missing for a trigger.
-    from icml2026.core.registry import get_experiment
-    from icml2026.core.runner import run_experiment
-
-    exp = get_experiment("attention_hijacking.grid")
-    out = {}
-    for workers in (1, 2):
-        cfg = replace(exp.presets["smoke"], n_seeds=2, workers=workers, minilm_steps=1)
-        res = run_experiment(exp, cfg, preset="smoke", seed=5, out=tmp_path / str(workers),
-                             overrides={"n_seeds": 2, "workers": workers, "minilm_steps": 1})
-        out[workers] = res.results
-    one, two = out[1], out[2]
-    assert one["tables"] == two["tables"]
-    assert list(one["metrics"]) == list(two["metrics"])
-    np.testing.assert_array_equal(np.array(list(one["metrics"].values()), float),
-                                  np.array(list(two["metrics"].values()), float))
+    one = smoke_in_1_and_2_workers("grid", 5, minilm_steps=1)
     rows = one["tables"]["per_set"]
     tiny = {(r["trigger"], r["seed"], r["set"]) for r in rows if r["arch"] == "bert-tiny"}
     assert tiny == {(t, s, n) for t in ("film", "also", "cf") for s in (0, 1)
