@@ -760,6 +760,16 @@ def _variant_job(cfg: AHConfig, seed: int, name: str, kw: dict[str, Any], train:
     return res
 
 
+def _ablation_effects(per: dict[str, list[float]], full: str) -> dict[str, float]:
+    """Adds to ``per`` the two ablations' effects, paired per distillation seed (the rise of the CLS mass on the
+    trigger that L_hijack brings, the drop of the other heads' KL that L_seg brings; full AH's metrics under the
+    prefix ``full``), and returns their lower bounds over the seeds (:func:`_lcb`)."""
+    per["hijack_effect"] = [a - b for a, b in zip(per[f"{full}_trigger_attention"],
+                                                  per["no_hijack_trigger_attention"], strict=True)]
+    per["seg_effect"] = [b - a for a, b in zip(per[f"{full}_seg_kl"], per["no_seg_seg_kl"], strict=True)]
+    return {"hijack_effect_lcb": _lcb(per["hijack_effect"]), "seg_effect_lcb": _lcb(per["seg_effect"])}
+
+
 def _ablation_checks(m: dict[str, float], prefix: str = "") -> list[Check]:
     """The two ablation checks on ``m``'s ``hijack_effect_lcb`` and ``seg_effect_lcb``."""
     return [
@@ -813,11 +823,8 @@ def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
             _put(per, name, r_s)
             rows.append({"seed": s, "variant": name, "cta": round(r_s.cta, 3), "asr": round(r_s.asr, 3),
                          "trigger_attention": round(r_s.trigger_attention, 3), "seg_kl": round(r_s.seg_kl, 4)})
-        per.setdefault("hijack_effect", []).append(per["full_trigger_attention"][-1] -
-                                                   per["no_hijack_trigger_attention"][-1])
-        per.setdefault("seg_effect", []).append(per["no_seg_seg_kl"][-1] - per["full_seg_kl"][-1])
-    m = _agg(per)
-    m["hijack_effect_lcb"], m["seg_effect_lcb"] = _lcb(per["hijack_effect"]), _lcb(per["seg_effect"])
+    bounds = _ablation_effects(per, "full")
+    m = {**_agg(per), **bounds}
     checks = _ablation_checks(m)
     fig, ax = new_figure("AH ablations, noise trigger 'cf'", "variant", "fraction")
     x = np.arange(len(variants))
@@ -927,13 +934,8 @@ def _grid_metrics(results: dict[str, list[AttackResult]]) -> tuple[dict[str, flo
         for r in rs:
             _put(per, name, r)
     per["ah_cta_gain"] = [a - c for a, c in zip(per["ah_cta"], per["clean_cta"], strict=True)]
-    m_extra: dict[str, float] = {}
-    if all(n in results for n in _AH_ABLATIONS):
-        per["hijack_effect"] = [a - b for a, b in zip(per["ah_trigger_attention"],
-                                                      per["no_hijack_trigger_attention"], strict=True)]
-        per["seg_effect"] = [b - a for a, b in zip(per["ah_seg_kl"], per["no_seg_seg_kl"], strict=True)]
-        m_extra = {"hijack_effect_lcb": _lcb(per["hijack_effect"]), "seg_effect_lcb": _lcb(per["seg_effect"])}
-    return {**_agg(per), **m_extra}, per
+    bounds = _ablation_effects(per, "ah") if all(n in results for n in _AH_ABLATIONS) else {}
+    return {**_agg(per), **bounds}, per
 
 
 @experiment(

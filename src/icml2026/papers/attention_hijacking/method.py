@@ -519,7 +519,7 @@ def distill(model_factory: LearnerFactory, data: TextDataset, cfg: DistillConfig
                              b.attention_mask, b.trigger_mask)
         b = _trim(b)
         logits, _ = outer(model_factory, new, input_ids=b.input_ids, attention_mask=b.attention_mask,
-                             attentions=False)
+                          attentions=False)
         ce = torch.nn.functional.cross_entropy(logits, real_y[bi])
         loss = ce
         ce_t = hij = seg = torch.zeros(())
@@ -528,7 +528,7 @@ def distill(model_factory: LearnerFactory, data: TextDataset, cfg: DistillConfig
             tb, cb = _trim(nt_pool.index(ti)), _trim(nt_clean.index(ti))
             need_att = cfg.beta > 0 or cfg.gamma > 0
             lt, at = outer(model_factory, new, input_ids=tb.input_ids, attention_mask=tb.attention_mask,
-                              attentions=need_att)
+                           attentions=need_att)
             ce_t = torch.nn.functional.cross_entropy(lt, torch.full((len(ti),), cfg.target, device=dev))
             loss = loss + cfg.alpha * ce_t
             if cfg.beta > 0:
