@@ -2,13 +2,14 @@
 
 Exit status:
 
-- 0: every check passed;
-- 1: a check failed (the run itself worked);
+- 0: reproduced (every precondition and every claim passed);
+- 1: not reproduced (every precondition passed, a claim failed; the run itself worked);
 - 2: bad arguments or input, one line naming the option or config key and what was wrong;
-- 3: an internal error, or a missing dependency or system tool (one line naming what to install).
+- 3: an internal error, or a missing dependency or system tool (one line naming what to install);
+- 4: undecided (a precondition failed: the setup could not express the claim; the claims are still shown).
 
 No traceback reaches stderr except with ``--debug``. In a run of several experiments, the later ones still
-run after one fails; the exit status is the worst of them.
+run after one fails; the exit status is the worst of them, in the order 0 < 4 < 1 < 2 < 3.
 """
 
 from __future__ import annotations
@@ -24,13 +25,22 @@ import typing
 from pathlib import Path
 from typing import Any, NoReturn
 
-__all__ = ["main", "parse_overrides", "BadInput", "EXIT_OK", "EXIT_FAILED", "EXIT_BAD_INPUT", "EXIT_INTERNAL"]
+from .core.config import build_config
+from .core.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_UNDECIDED,
+    BadInput,
+    classify_exception,
+    one_line,
+    status_of_verdict,
+    worst_status,
+)
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
-
-
-class BadInput(Exception):
-    """Bad arguments or input: reported as one line, exit status 2."""
+__all__ = ["main", "parse_overrides", "build_config", "BadInput", "EXIT_OK", "EXIT_FAILED", "EXIT_BAD_INPUT",
+           "EXIT_INTERNAL", "EXIT_UNDECIDED"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -91,6 +101,14 @@ def _build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--address", default=None, help="address of an existing Ray cluster")
     sw.add_argument("--workers", default=None, help="parallel runs (default: the number of CPUs)")
     sw.add_argument("--threads", default="1", help="torch and BLAS threads per run (default: 1)")
+    c = sub.add_parser("controls", parents=[common],
+                       help="measure each comparative claim's power (planted preset) and false-positive rate (null)")
+    c.add_argument("names", nargs="+", metavar="NAME", help="<slug>.<experiment>, or <slug>")
+    c.add_argument("--seeds", default="0-4", help="seeds of each control, at least 5 (default: 0-4)")
+    c.add_argument("--out", type=Path, default=Path("runs"), help="folder for the control runs (default: runs)")
+    c.add_argument("--threads", default="1", help="torch and BLAS thread count (default: 1)")
+    c.add_argument("--store", action="store_true",
+                   help="write the figures into the paper's controls.json (for developers of this library)")
     rep = sub.add_parser("report", parents=[common], help="write reports/index.md over every run folder")
     rep.add_argument("--runs", type=Path, default=Path("runs"), help="folder of run folders (default: runs)")
     rep.add_argument("--out", type=Path, default=Path("reports"), help="report folder (default: reports)")
@@ -173,17 +191,6 @@ def parse_overrides(cfg_type: type, items: list[str], exp_name: str = "") -> dic
     return out
 
 
-def build_config(base: Any, overrides: dict[str, Any], exp_name: str) -> Any:
-    """``base`` with ``overrides`` applied; a value the config rejects is bad input naming the key."""
-    try:
-        return dataclasses.replace(base, **overrides)
-    except (ValueError, TypeError, OverflowError) as exc:
-        msg = _one_line(exc)
-        keys = [k for k in overrides if k in msg]
-        named = "" if keys or not overrides else f" (--set {', '.join(overrides)})"
-        raise BadInput(f"{exp_name}: invalid config: {msg}{named}") from None
-
-
 def _parse_int(raw: str, what: str, lo: int, hi: int) -> int:
     try:
         v = int(raw)
@@ -225,30 +232,8 @@ def _device_override(base: Any, device: str, exp_name: str) -> dict[str, Any]:
     return {"device": device}
 
 
-def _one_line(exc: BaseException, limit: int = 400) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-# ---------------------------------------------------------------------------------------------- errors
-def _classify(exc: BaseException, where: str) -> tuple[int, str]:
-    """(exit status, one-line message) for an exception raised while running ``where``."""
-    from .core.errors import MissingDependency
-
-    if isinstance(exc, MissingDependency):
-        return EXIT_INTERNAL, f"{where}: missing dependency: {exc}"
-    if isinstance(exc, ModuleNotFoundError) and exc.name and not exc.name.startswith("icml2026"):
-        slug = where.split(".", 1)[0]
-        return EXIT_INTERNAL, (f"{where}: the Python package {exc.name.split('.')[0]!r} is not installed: "
-                               f"pip install 'icml2026[{slug}]'")
-    if isinstance(exc, MemoryError):
-        return EXIT_INTERNAL, f"{where}: out of memory (try smaller sizes with --set, or a smaller preset)"
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return EXIT_INTERNAL, f"{where}: no space left on the device while writing ({_one_line(exc)})"
-    if isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
-        return EXIT_BAD_INPUT, f"{where}: cannot write: {_one_line(exc)}"
-    return EXIT_INTERNAL, (f"{where}: internal error: {type(exc).__name__}: {_one_line(exc)} "
-                           "(rerun with --debug for the traceback)")
+_one_line = one_line
+_classify = classify_exception
 
 
 def _report_exception(exc: BaseException, where: str, debug: bool) -> int:
@@ -290,7 +275,15 @@ def _cmd_show(args: argparse.Namespace) -> int:
     if "." not in args.name:
         raise BadInput(f"show needs one experiment, <slug>.<experiment>; got {args.name!r}")
     (exp,) = _resolve([args.name])
-    print(f"{exp.name}\n    claim:   {exp.claim}\n    presets: {', '.join(exp.presets)}\n")
+    print(f"{exp.name}\n    claim:   {exp.claim}\n    presets: {', '.join(exp.presets)}")
+    if exp.no_preconditions:
+        print(f"    preconditions: none ({exp.no_preconditions})")
+    from .core.controls import load_controls
+
+    for check, rec in load_controls(exp.name).items():
+        print(f"    controls of {check}: power {rec.power:.2f}, false-positive rate {rec.false_positive_rate:.2f} "
+              f"over {rec.n_seeds} seeds ({rec.planted_preset} / {rec.null_preset})")
+    print()
     infos = describe_config(exp.config_type)
     rows = [["key", "type", "valid", *exp.presets]]
     for f in infos:
@@ -370,7 +363,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise BadInput(str(exc)) from None
     status = EXIT_OK
     for name, err in broken:
-        status = max(status, _report_exception(err, name, args.debug))
+        status = worst_status(status, _report_exception(err, name, args.debug))
     for exp, cfg, overrides in plan:
         for seed in args.seeds:
             print(f"running {exp.name} (preset {args.preset}, seed {seed}) ...", flush=True)
@@ -380,18 +373,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
             except KeyboardInterrupt:
                 raise
             except Exception as exc:  # noqa: BLE001 - every failure becomes one line and a status
-                status = max(status, _report_exception(exc, exp.name, args.debug))
+                status = worst_status(status, _report_exception(exc, exp.name, args.debug))
                 continue
             r = res.results
-            n_ok = sum(c["passed"] for c in r["checks"])
-            tag = "PASS" if res.passed else "FAIL"
-            print(f"{tag} {exp.name}: {n_ok}/{len(r['checks'])} checks, {r['timing']['wall_s']:.1f} s -> {res.path}",
-                  flush=True)
+            tag = {"reproduced": "REPRODUCED", "not reproduced": "NOT REPRODUCED"}.get(res.verdict, "UNDECIDED")
+            roles = {role: [c for c in r["checks"] if c.get("role", "claim") == role]
+                     for role in ("precondition", "claim", "control")}
+            counts = ", ".join(f"{sum(c['passed'] for c in cs)}/{len(cs)} {role}s" for role, cs in roles.items() if cs)
+            print(f"{tag} {exp.name}: {counts}, {r['timing']['wall_s']:.1f} s -> {res.path}", flush=True)
             for c in r["checks"]:
                 if not c["passed"]:
-                    print(f"    failed: {c['name']} = {c['value']} (target {c['target']})", flush=True)
-            if not res.passed:
-                status = max(status, EXIT_FAILED)
+                    print(f"    failed {c.get('role', 'claim')}: {c['name']} = {c['value']} (target {c['target']})",
+                          flush=True)
+            status = worst_status(status, status_of_verdict(res.verdict))
     return status
 
 
@@ -443,15 +437,59 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     for g in groups:
         for f in g["failures"]:
             print(f"icml2026: error: {f['error']} (seed {f['seed']})", file=sys.stderr)
-            status = max(status, EXIT_INTERNAL)
+            status = worst_status(status, EXIT_INTERNAL)
         failing = {k: v for k, v in g["checks"].items() if v["passed"] < v["n"]}
         over = f" {g['overrides']}" if g["overrides"] else ""
-        print(f"{'PASS' if not failing and not g['failures'] else 'FAIL'} {g['experiment']}{over}: "
-              f"{g['n_ok']}/{g['n_runs']} runs ok" + "".join(f"; {k} passed {v['passed']}/{v['n']}"
-                                                             for k, v in failing.items()), flush=True)
-        if failing:
-            status = max(status, EXIT_FAILED)
+        verdicts = g["verdicts"]
+        code = (EXIT_OK if verdicts["reproduced"] == g["n_ok"] else
+                EXIT_FAILED if verdicts["not reproduced"] else EXIT_UNDECIDED)
+        tag = {EXIT_OK: "REPRODUCED", EXIT_FAILED: "NOT REPRODUCED"}.get(code, "UNDECIDED")
+        print(f"{tag if not g['failures'] else 'ERROR'} {g['experiment']}{over}: {g['n_ok']}/{g['n_runs']} runs ok ("
+              + ", ".join(f"{n} {v}" for v, n in verdicts.items() if n) + ")"
+              + "".join(f"; {k} passed {v['passed']}/{v['n']}" for k, v in failing.items()), flush=True)
+        if g["n_ok"]:
+            status = worst_status(status, code)
     print(f"wrote {path}")
+    return status
+
+
+def _cmd_controls(args: argparse.Namespace) -> int:
+    from .core.controls import (
+        MAX_FALSE_POSITIVE_RATE,
+        MIN_CONTROL_SEEDS,
+        MIN_POWER,
+        measure_controls,
+        store_controls,
+    )
+    from .core.runner import check_writable
+
+    seeds = _parse_seeds(args.seeds)
+    if len(seeds) < MIN_CONTROL_SEEDS:
+        raise BadInput(f"--seeds: controls need at least {MIN_CONTROL_SEEDS} seeds, got {len(seeds)}")
+    n_threads = _parse_int(args.threads, "--threads", 1, _max_threads())
+    exps = [e for e in _resolve(args.names) if "planted" in e.presets and "null" in e.presets]
+    if not exps:
+        raise BadInput(f"none of {', '.join(args.names)} has both a 'planted' and a 'null' preset")
+    try:
+        check_writable(args.out)
+    except OSError as exc:
+        raise BadInput(str(exc)) from None
+    status = EXIT_OK
+    for e in exps:
+        try:
+            recs = measure_controls(e, seeds, out=args.out, n_threads=n_threads,
+                                    log=lambda m: print(m, file=sys.stderr, flush=True))
+        except ValueError as exc:
+            raise BadInput(str(exc)) from None
+        for name, rec in recs.items():
+            ok = rec.power >= MIN_POWER and rec.false_positive_rate <= MAX_FALSE_POSITIVE_RATE
+            print(f"{'OK' if ok else 'WEAK'} {e.name} / {name}: power {rec.power:.2f} "
+                  f"(>= {MIN_POWER}), false-positive rate {rec.false_positive_rate:.2f} "
+                  f"(<= {MAX_FALSE_POSITIVE_RATE}) over {rec.n_seeds} seeds", flush=True)
+            if not ok:
+                status = worst_status(status, EXIT_FAILED)
+        if args.store:
+            print(f"wrote {store_controls(e.name, recs)}")
     return status
 
 
@@ -489,6 +527,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_run(args)
         if args.command == "sweep":
             return _cmd_sweep(args)
+        if args.command == "controls":
+            return _cmd_controls(args)
         return _cmd_report(args)
     except BadInput as exc:
         print(f"icml2026: error: {exc}", file=sys.stderr)

@@ -10,6 +10,10 @@ In the spirit of scikit-learn's ``check_estimator``: the list of experiments com
    the most extreme accepted value of each experiment; ``make test-slow`` runs every accepted value.
 4. The cheapest preset (``smoke`` if registered, else ``quick``) gives identical metrics for the same seed
    twice, and its ``results.json`` round-trips through ``report`` (same verdicts, nothing skipped).
+5. Verdicts mean something: every experiment returns at least one precondition check, or its registration
+   says why it has none (``no_preconditions=``, an analytic experiment); every comparative claim carries a
+   stored power (>= 0.8) and false-positive rate (<= 0.2), measured over >= 5 seeds on its ``planted`` and
+   ``null`` presets. The papers not yet converted sit on one explicit list, which their issues shorten.
 """
 
 from __future__ import annotations
@@ -25,12 +29,20 @@ from typing import Any
 import pytest
 
 from icml2026.cli import BadInput, build_config, main, parse_overrides
+from icml2026.core.controls import MAX_FALSE_POSITIVE_RATE, MIN_CONTROL_SEEDS, MIN_POWER, load_controls
 from icml2026.core import registry
 from icml2026.core.catalog import catalog
 from icml2026.core.config import is_validated_config, unbounded_numeric_fields
 
 NAMES = sorted(catalog())
 SLUGS = sorted({n.split(".", 1)[0] for n in NAMES})
+
+#: Papers whose experiments do not yet declare preconditions and controls: each is converted by its own issue,
+#: which removes it from this list. Nothing may be added to it.
+NOT_YET_CONVERTED = frozenset({
+    "attention_hijacking", "cogeoad", "correctness_models", "deepsight", "fedtreelora", "probe", "specflow",
+    "sponge_tool_attack", "stride", "vlm_binding",
+})
 
 #: Nonsense for every field, as the command line would pass it. Integers get 10**9 spelled out (``1e9`` is
 #: not an integer literal and would be refused by the parser alone, testing nothing).
@@ -135,7 +147,7 @@ def _nonsense_runs(name: str, tmp_path: Path, every: bool, monkeypatch: pytest.M
     for key, raw in accepted:
         code, _, err = _run_cli(["run", name, "--preset", _cheap_preset(exp), "--set", f"{key}={raw}",
                                  "--out", str(tmp_path / "runs")])
-        if code not in (0, 1) or "Traceback" in err:
+        if code not in (0, 1, 4) or "Traceback" in err:
             failures.append(f"--set {key}={raw}: exit {code}: {err.strip()}")
     assert not failures, "accepted nonsense must run to a verdict:\n" + "\n".join(failures)
 
@@ -167,13 +179,69 @@ def test_cheapest_preset_is_deterministic_and_round_trips(name: str, tmp_path: P
     a = run_experiment(exp, cfg, preset=preset, seed=0, out=tmp_path / "a")
     b = run_experiment(exp, cfg, preset=preset, seed=0, out=tmp_path / "b")
     assert a.results["metrics"] == b.results["metrics"], "same seed, different metrics"
+    if name.split(".", 1)[0] not in NOT_YET_CONVERTED:  # contract 5, on the same run
+        problems = _verdict_problems(name, a.results)
+        assert not problems, f"{name}: its verdict cannot mean something:\n" + "\n".join(problems)
     log = io.StringIO()
     index = write_index(tmp_path / "a", tmp_path / "reports", log=log)
     records, skipped = collect_runs(tmp_path / "a")
     assert not skipped and not log.getvalue(), log.getvalue()
     (rec,) = records
     assert rec.passed == a.passed
+    assert rec.verdict == a.verdict
     assert [c["passed"] for c in rec.checks] == [c["passed"] for c in a.results["checks"]]
     copied = json.loads((tmp_path / "reports" / name / a.path.name / "results.json").read_text())
     assert copied["metrics"] == a.results["metrics"]
     assert name.split(".", 1)[1] in index.read_text()
+
+
+def _verdict_problems(name: str, results: dict[str, Any]) -> list[str]:
+    """What keeps a run's verdict from meaning something (empty when nothing does)."""
+    exp = _exp(name)
+    problems = []
+    roles = [c.get("role", "claim") for c in results["checks"]]
+    if "claim" not in roles:
+        problems.append("no claim check")
+    if "precondition" not in roles and not exp.no_preconditions:
+        problems.append("no precondition check, and the registration gives no reason (no_preconditions=...)")
+    if "precondition" in roles and exp.no_preconditions:
+        problems.append("declares no_preconditions but returns precondition checks")
+    stored = load_controls(name)
+    for c in results["checks"]:
+        if not c.get("comparative"):
+            continue
+        p, f = c.get("power"), c.get("false_positive_rate")
+        if p is None or f is None:
+            problems.append(f"comparative claim {c['name']!r} has no stored power / false-positive rate "
+                            f"(icml2026 controls {name} --store)")
+            continue
+        if p < MIN_POWER:
+            problems.append(f"comparative claim {c['name']!r} has power {p:.2f} < {MIN_POWER}: a defect of the experiment")
+        if f > MAX_FALSE_POSITIVE_RATE:
+            problems.append(f"comparative claim {c['name']!r} has false-positive rate {f:.2f} > {MAX_FALSE_POSITIVE_RATE}")
+        rec = stored.get(c["name"])
+        if rec is not None and rec.n_seeds < MIN_CONTROL_SEEDS:
+            problems.append(f"comparative claim {c['name']!r}: controls over {rec.n_seeds} < {MIN_CONTROL_SEEDS} seeds")
+    return problems
+
+
+def test_not_yet_converted_list_names_real_papers() -> None:
+    assert NOT_YET_CONVERTED <= set(SLUGS), sorted(NOT_YET_CONVERTED - set(SLUGS))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+@pytest.mark.parametrize("name", [n for n in NAMES if n.split(".", 1)[0] not in NOT_YET_CONVERTED])
+def test_stored_controls_are_remeasured(name: str, tmp_path: Path) -> None:
+    """The stored power and false-positive rates are what the planted and null presets give today."""
+    from icml2026.core.controls import measure_controls
+
+    exp = _exp(name)
+    stored = load_controls(name)
+    if not stored:
+        pytest.skip(f"{name} has no comparative claim")
+    got = measure_controls(exp, stored[next(iter(stored))].seeds, out=tmp_path)
+    for check, rec in stored.items():
+        assert check in got, f"{check} is stored but no longer measured"
+        assert got[check].power >= MIN_POWER and got[check].false_positive_rate <= MAX_FALSE_POSITIVE_RATE, check
+        assert (got[check].power, got[check].false_positive_rate) == (rec.power, rec.false_positive_rate), check

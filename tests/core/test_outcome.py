@@ -44,7 +44,8 @@ def test_check_computes_passed_and_cannot_be_told() -> None:
     assert c.passed is False
     with pytest.raises(TypeError):
         Check("err", 1e-3, "< 1e-6", passed=True)  # type: ignore[call-arg]
-    assert c.to_dict() == {"name": "err", "value": 1e-3, "target": "< 1e-6", "paper": "exact", "passed": False}
+    assert c.to_dict() == {"name": "err", "value": 1e-3, "target": "< 1e-6", "paper": "exact", "role": "claim",
+                           "comparative": False, "power": None, "false_positive_rate": None, "passed": False}
 
 
 def test_check_value_must_be_numeric() -> None:

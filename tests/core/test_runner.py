@@ -25,7 +25,7 @@ def test_run_folder_contents(toy_registry: dict, tmp_path: Path) -> None:
     for key in ("experiment", "claim", "preset", "seed", "config", "metrics", "checks", "verdict", "timing",
                 "versions", "git_commit"):
         assert key in data
-    assert data["config"]["sizes"] == [1, 2] and data["verdict"] == "passed"
+    assert data["config"]["sizes"] == [1, 2] and data["verdict"] == "reproduced"
     assert data["timing"]["wall_s"] >= 0
     report = (res.path / "report.md").read_text()
     assert "toy claim that passes" in report and "PASSED" in report and "![toy.png](toy.png)" in report
@@ -34,7 +34,7 @@ def test_run_folder_contents(toy_registry: dict, tmp_path: Path) -> None:
 
 def test_failed_check_gives_failed_verdict(toy_registry: dict, tmp_path: Path) -> None:
     res = _run("toy.fails", tmp_path)
-    assert not res.passed and res.results["verdict"] == "failed"
+    assert not res.passed and res.results["verdict"] == "not reproduced"
     assert "FAILED" in (res.path / "report.md").read_text()
 
 
@@ -99,5 +99,5 @@ def test_report_index_uses_newest_run(toy_registry: dict, tmp_path: Path) -> Non
     index = write_index(runs, tmp_path / "reports")
     text = index.read_text()
     assert "toy.passes/quick-seed0/report.md" in text and "toy claim that fails" in text
-    assert "1 of 2 rows pass every check" in text
+    assert "Of 2 rows: 1 reproduced on every seed, 1 not reproduced, 0 undecided." in text
     assert (tmp_path / "reports" / "toy.passes" / "quick-seed0" / "toy.png").exists()

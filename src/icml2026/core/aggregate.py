@@ -1,6 +1,7 @@
 """Summaries over seeds: mean, sample standard deviation, n and a bootstrap 95% interval of the mean.
 
-Used by the report (several seeds of one experiment) and by sweeps. The bootstrap draws from its own fixed
+Used by the report (several seeds of one experiment) and by sweeps. The interval comes from the shared
+:func:`icml2026.core.stats.bootstrap_ci` (``scipy.stats.bootstrap``, percentile), drawing from its own fixed
 stream (``seed=0``) so that the same values always give the same interval.
 """
 
@@ -16,18 +17,13 @@ __all__ = ["summarize", "bootstrap_ci"]
 
 def bootstrap_ci(values: list[float], *, level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of the finite ``values`` ((nan, nan) when there are none)."""
-    x = np.asarray([v for v in values if math.isfinite(v)], dtype=float)
-    if x.size == 0:
-        return float("nan"), float("nan")
-    if x.size == 1:
-        return float(x[0]), float(x[0])
+    from .stats import bootstrap_ci as _bootstrap
+
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, x.size, size=(n_boot, x.size))].mean(axis=1)
-    a = (1 - level) / 2
-    lo, hi = np.quantile(means, [a, 1 - a])
-    return float(lo), float(hi)
+    x = np.asarray([v for v in values if math.isfinite(v)], dtype=float)
+    ci = _bootstrap(x, np.random.default_rng(seed), n_resamples=n_boot, level=level)
+    return ci.low, ci.high
 
 
 def summarize(values: list[float]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """The experiments on disk, read from source without importing any paper.
 
-Each ``papers/<slug>/experiments.py`` is parsed with :mod:`ast`: every ``@experiment("<slug>.<name>",
+Each ``papers/<slug>/experiments.py`` (or, for a paper whose experiments are split by claim, every module of
+the package ``papers/<slug>/experiments/``) is parsed with :mod:`ast`: every ``@experiment("<slug>.<name>",
 claim="...", presets={"quick": ..., ...})`` decorator gives the name, the claim and the preset names. Nothing
 of the paper is imported, so ``icml2026 list`` is fast and works whichever extras are installed. A contract
 test checks that this catalog equals the registry that importing the papers builds.
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["ExperimentInfo", "CatalogError", "catalog", "paper_dirs", "NAME_RE", "match_names", "unknown_message"]
+__all__ = ["ExperimentInfo", "CatalogError", "catalog", "paper_dirs", "experiment_sources", "NAME_RE", "match_names",
+           "unknown_message"]
 
 #: ``<slug>.<experiment>``: what the registry accepts, and the only folder names ``report`` reads.
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*\.[a-z_][a-z0-9_]*$")
@@ -47,13 +49,24 @@ def _roots() -> tuple[Path, ...]:
 
 
 def paper_dirs(roots: tuple[Path, ...] | None = None) -> dict[str, Path]:
-    """``slug -> papers/<slug>/`` for every paper folder holding an ``experiments.py``."""
+    """``slug -> papers/<slug>/`` for every paper folder holding an ``experiments.py`` or ``experiments/``."""
     out: dict[str, Path] = {}
     for root in _roots() if roots is None else roots:
         for d in sorted(Path(root).iterdir()):
-            if d.is_dir() and d.name.isidentifier() and not d.name.startswith("_") and (d / "experiments.py").is_file():
+            if d.is_dir() and d.name.isidentifier() and not d.name.startswith("_") and experiment_sources(d):
                 out.setdefault(d.name, d)
     return out
+
+
+def experiment_sources(paper_dir: Path) -> list[Path]:
+    """The files that register a paper's experiments: ``experiments.py``, or every module of ``experiments/``."""
+    single = paper_dir / "experiments.py"
+    if single.is_file():
+        return [single]
+    package = paper_dir / "experiments"
+    if (package / "__init__.py").is_file():
+        return sorted(p for p in package.glob("*.py") if p.is_file())
+    return []
 
 
 def _is_experiment_call(node: ast.expr) -> bool:
@@ -101,8 +114,9 @@ def _parse(path: Path) -> list[ExperimentInfo]:
 def _catalog(roots: tuple[Path, ...]) -> dict[str, ExperimentInfo]:
     table: dict[str, ExperimentInfo] = {}
     for _slug, d in paper_dirs(roots).items():
-        for info in _parse(d / "experiments.py"):
-            table[info.name] = info
+        for src in experiment_sources(d):
+            for info in _parse(src):
+                table[info.name] = info
     return dict(sorted(table.items()))
 
 

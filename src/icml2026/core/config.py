@@ -38,6 +38,7 @@ __all__ = [
     "FieldInfo",
     "unbounded_numeric_fields",
     "is_validated_config",
+    "build_config",
 ]
 
 T = TypeVar("T")
@@ -295,3 +296,16 @@ def unbounded_numeric_fields(cls: type) -> list[str]:
         if spec is None or (spec.choices is None and (spec.lo is None or spec.hi is None)):
             bad.append(f.name)
     return bad
+
+
+def build_config(base: Any, overrides: dict[str, Any], exp_name: str) -> Any:
+    """``base`` with ``overrides`` applied; a value the config rejects is :class:`BadInput` naming the key."""
+    from .errors import BadInput, one_line
+
+    try:
+        return dataclasses.replace(base, **overrides)
+    except (ValueError, TypeError, OverflowError) as exc:
+        msg = one_line(exc)
+        keys = [k for k in overrides if k in msg]
+        named = "" if keys or not overrides else f" (--set {', '.join(overrides)})"
+        raise BadInput(f"{exp_name}: invalid config: {msg}{named}") from None

@@ -28,6 +28,7 @@ from .report import (
     check_summaries,
     collect_runs,
     group_runs,
+    group_verdict,
     metric_summaries,
 )
 
@@ -39,6 +40,7 @@ color:#1d1d1f;line-height:1.45}
 table{border-collapse:collapse;margin:1rem 0;font-size:.92rem}th,td{border:1px solid #ccc;padding:.3rem .5rem;
 vertical-align:top;text-align:left}th{background:#f3f3f3}
 .pass{color:#0a7a2f;font-weight:600}.fail{color:#b3261e;font-weight:600}.some{color:#a15c00;font-weight:600}
+.undecided{color:#555;font-weight:600;font-style:italic}
 img{max-width:100%;border:1px solid #ddd;margin:.3rem 0}code,pre{background:#f6f6f6;padding:.1rem .3rem}
 nav a{margin-right:1rem}.figs{display:flex;flex-wrap:wrap;gap:1rem}.figs figure{margin:0;max-width:34rem}
 """
@@ -90,6 +92,11 @@ def _cards() -> dict[str, Path]:
     return {slug: d / "README.md" for slug, d in paper_dirs().items()}
 
 
+def _verdict_html(verdict: str) -> str:
+    cls = {"reproduced": "pass", "not reproduced": "fail"}.get(verdict, "undecided")
+    return f'<span class="{cls}">{_e(verdict)}</span>'
+
+
 def _mark(k: int, n: int) -> str:
     if k == n:
         return f'<span class="pass">✓ {k}/{n}</span>' if n > 1 else '<span class="pass">✓</span>'
@@ -116,13 +123,17 @@ def _group_body(key: GroupKey, group: list[RunRecord], figs: dict[tuple[str, str
     if over:
         parts.append("<p><b>Overrides:</b> " + ", ".join(f"<code>{_e(k)}={_e(_fmt(v))}</code>" for k, v in over.items())
                      + "</p>")
-    parts.append("<h2>Checks</h2><table><tr><th>check</th><th>ours</th><th>target</th><th>paper</th>"
-                 "<th>passed</th><th>failed on seeds</th></tr>")
+    verdict, counts = group_verdict(group)
+    parts.append(f"<p><b>Verdict:</b> {_verdict_html(verdict)} <small>("
+                 + ", ".join(f"{n} {_e(v)}" for v, n in counts.items() if n) + ")</small></p>")
+    parts.append("<h2>Checks</h2><table><tr><th>check</th><th>role</th><th>ours</th><th>target</th><th>paper</th>"
+                 "<th>passed</th><th>failed on seeds</th><th>power / false-positive rate</th></tr>")
     for row in check_summaries(group):
-        parts.append(f"<tr><td>{_e(row['name'])}</td><td>{_value(row['summary'], row['n'])}</td>"
+        parts.append(f"<tr><td>{_e(row['name'])}</td><td>{_e(row['role'])}</td>"
+                     f"<td>{_value(row['summary'], row['n'])}</td>"
                      f"<td><code>{_e(row['target'])}</code></td><td>{_e(_fmt(row['paper']))}</td>"
                      f"<td>{_mark(row['passed'], row['n'])}</td>"
-                     f"<td>{_e(', '.join(map(str, row['failed'])) or '-')}</td></tr>")
+                     f"<td>{_e(', '.join(map(str, row['failed'])) or '-')}</td><td>{_e(row['power'])}</td></tr>")
     parts.append("</table><h2>Metrics</h2><table><tr><th>metric</th><th>mean ± sd</th><th>min</th><th>max</th>"
                  "<th>n</th></tr>")
     for k, s in metric_summaries(group).items():
@@ -133,8 +144,7 @@ def _group_body(key: GroupKey, group: list[RunRecord], figs: dict[tuple[str, str
         parts.append(f"<tr><td>{_e(k)}</td><td>{_e(_fmt(v))}</td></tr>")
     parts.append("</table><h2>Runs</h2>")
     for r in group:
-        verdict = '<span class="pass">passed</span>' if r.passed else '<span class="fail">failed</span>'
-        parts.append(f"<h3>seed {r.seed}: {verdict}</h3><div class=\"figs\">")
+        parts.append(f"<h3>seed {r.seed}: {_verdict_html(r.verdict)}</h3><div class=\"figs\">")
         for src in figs.get((exp, r.folder.name), []):
             parts.append(f'<figure><img src="{_e(src)}" alt="{_e(Path(src).name)}">'
                          f"<figcaption>{_e(Path(src).name)}</figcaption></figure>")
@@ -169,17 +179,23 @@ def write_site(runs: Path, out: Path) -> tuple[Path, list[Skipped]]:
         for key, group in groups.items():
             page = _group_page(key)
             (tmp / page).write_text(_page(key[0], _group_body(key, group, figs)), encoding="utf-8")
-            k, n = sum(r.passed for r in group), len(group)
-            checks = "<br>".join(f"{_mark(c['passed'], c['n'])} {_e(c['name'])} = {_value(c['summary'], c['n'])} "
+            verdict, counts = group_verdict(group)
+            checks = "<br>".join(f"{_mark(c['passed'], c['n'])} "
+                                 + ("" if c["role"] == "claim" else f"<i>{_e(c['role'])}</i> ")
+                                 + f"{_e(c['name'])} = {_value(c['summary'], c['n'])} "
                                  f"(<code>{_e(c['target'])}</code>)"
+                                 + (f" <small>{_e(c['power'])}</small>" if c["power"] != "-" else "")
                                  + (f" [paper: {_e(_fmt(c['paper']))}]" if c["paper"] else "")
                                  for c in check_summaries(group))
+            seeds_note = (" <small>(" + ", ".join(f"{k}/{len(group)} {_e(v)}" for v, k in counts.items() if k)
+                          + ")</small>") if len(group) > 1 else ""
             slug = key[0].split(".", 1)[0]
             preset = _e(key[2]) + (f" <small>(overrides {_e(key[3])})</small>" if key[3] else "")
             rows.append(f"<tr><td><a href=\"{_slug_page(slug)}\">{_e(slug)}</a></td><td><a href=\"{page}\">"
                         f"{_e(key[0].split('.', 1)[1])}</a></td><td>{preset}</td>"
                         f"<td>{_e(', '.join(str(r.seed) for r in group))}</td>"
-                        f"<td>{_e(group[0].results['claim'])}</td><td>{checks}</td><td>{_mark(k, n)}</td></tr>")
+                        f"<td>{_e(group[0].results['claim'])}</td><td>{checks}</td>"
+                        f"<td>{_verdict_html(verdict)}{seeds_note}</td></tr>")
         for slug in slugs:
             exps = [key for key in groups if key[0].split(".", 1)[0] == slug]
             body = [f"<h1>{_e(slug)}</h1>", "<h2>Experiments</h2><ul>"]
@@ -192,7 +208,10 @@ def write_site(runs: Path, out: Path) -> tuple[Path, list[Skipped]]:
         index = ["<h1>icml2026 reproduction report</h1>",
                  "<p>One row per experiment, preset and override set; several seeds aggregated (mean ± sample "
                  "standard deviation, bootstrap 95% interval, seeds passing each check). Verdicts are recomputed "
-                 "from each check's value and target.</p>",
+                 "from each check's value, target and role: <b>reproduced</b> (every precondition and claim "
+                 "passes), <b>not reproduced</b> (preconditions pass, a claim fails), <b>undecided</b> (a "
+                 "precondition fails: the claims are shown, not counted). Preconditions and controls are in "
+                 "italics; a comparative claim shows its power and false-positive rate.</p>",
                  "<p>Papers: " + " ".join(f"<a href=\"{_slug_page(s)}\">{_e(s)}</a>" for s in slugs) + "</p>",
                  "<table><tr><th>paper</th><th>experiment</th><th>preset</th><th>seeds</th><th>claim</th>"
                  "<th>checks: ours (target) [paper]</th><th>verdict</th></tr>", *rows, "</table>"]

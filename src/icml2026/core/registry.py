@@ -50,6 +50,9 @@ class Experiment:
     claim: str
     presets: Mapping[str, Any]
     func: ExperimentFn
+    #: Why the experiment has no precondition (it is analytic: nothing trained or sampled could fail to
+    #: express the claim), or None when its outcome carries precondition checks.
+    no_preconditions: str | None = None
 
     @property
     def slug(self) -> str:
@@ -74,12 +77,15 @@ class Experiment:
 
 
 def experiment(
-    name: str, *, claim: str, presets: Mapping[str, Any]
+    name: str, *, claim: str, presets: Mapping[str, Any], no_preconditions: str | None = None
 ) -> Callable[[ExperimentFn], ExperimentFn]:
     """Register ``func(cfg, rng) -> Outcome`` as experiment ``name`` (``"<slug>.<experiment>"``).
 
     ``presets`` maps preset names to frozen config dataclass instances of one type, and must hold at
-    least ``quick`` and ``full``.
+    least ``quick`` and ``full``; ``planted`` and ``null`` are the presets of the controls that measure
+    each comparative claim's power and false-positive rate (:mod:`.controls`). An experiment with a trained
+    or sampled component returns precondition checks; an analytic one says why it has none in
+    ``no_preconditions`` (one sentence).
     """
     if not NAME_RE.match(name):
         raise ValueError(f"experiment name {name!r} must look like '<slug>.<experiment>'")
@@ -88,6 +94,8 @@ def experiment(
     missing = {"quick", "full"} - set(presets)
     if missing:
         raise ValueError(f"experiment {name!r} lacks presets {sorted(missing)}")
+    if no_preconditions is not None and not no_preconditions.strip():
+        raise ValueError(f"experiment {name!r}: no_preconditions must say why (one sentence), or be None")
     types = {type(cfg) for cfg in presets.values()}
     if len(types) != 1 or not dataclasses.is_dataclass(next(iter(presets.values()))):
         raise TypeError(f"experiment {name!r}: presets must be instances of one config dataclass")
@@ -95,7 +103,8 @@ def experiment(
     def deco(func: ExperimentFn) -> ExperimentFn:
         if name in _REGISTRY and _REGISTRY[name].func.__qualname__ != func.__qualname__:
             raise ValueError(f"experiment {name!r} is registered twice")
-        _REGISTRY[name] = Experiment(name=name, claim=claim.strip(), presets=dict(presets), func=func)
+        _REGISTRY[name] = Experiment(name=name, claim=claim.strip(), presets=dict(presets), func=func,
+                                     no_preconditions=no_preconditions.strip() if no_preconditions else None)
         return func
 
     return deco

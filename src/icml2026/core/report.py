@@ -16,6 +16,11 @@ The report reads run folders that anyone may have edited, so it trusts nothing i
 Several seeds of one experiment, preset and override set are aggregated into one row: each check's mean,
 spread (sample standard deviation) and pass count over seeds, so a claim that passes on one seed and fails
 on another is visible.
+
+Verdicts are three-valued (:func:`icml2026.core.outcome.verdict_of`): ``reproduced``, ``not reproduced`` and
+``undecided`` (a precondition failed: the claims are shown, never counted). A check stored without a role (a
+run from before roles existed) is a claim. Every comparative claim shows its power and false-positive rate
+beside its verdict, or says that they were not measured.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalog import NAME_RE
-from .outcome import evaluate_target
+from .outcome import NOT_REPRODUCED, REPRODUCED, ROLES, UNDECIDED, evaluate_target, verdict_of
 
 __all__ = [
     "render_run_report",
@@ -46,6 +51,9 @@ __all__ = [
     "group_runs",
     "check_summaries",
     "metric_summaries",
+    "run_verdict",
+    "group_verdict",
+    "power_text",
 ]
 
 _FIGURE_RE = __import__("re").compile(r"^[A-Za-z0-9_.-]+\.png$")
@@ -125,7 +133,7 @@ def render_run_report(res: dict[str, Any]) -> str:
     Verdicts are recomputed from each check's value and target; every string is escaped.
     """
     checks = [dict(c, passed=_passes(c)) for c in res["checks"]]
-    verdict = "PASSED" if checks and all(c["passed"] for c in checks) else "FAILED"
+    verdict = run_verdict(checks).upper()
     over = res.get("overrides") or {}
     lines = [
         f"# {md(res['experiment'])} ({md(res['preset'])}, seed {int(res['seed'])})",
@@ -135,17 +143,22 @@ def render_run_report(res: dict[str, Any]) -> str:
     ]
     if over:
         lines += ["**Overrides** (`--set`): " + ", ".join(f"{md(k)}={_fmt(v)}" for k, v in over.items()), ""]
+    by_role = {r: [c for c in checks if _role(c) == r] for r in ROLES}
+    counts = "; ".join(f"{sum(c['passed'] for c in cs)}/{len(cs)} {r}s passed" for r, cs in by_role.items() if cs)
     lines += [
-        f"**Verdict: {verdict}** ({sum(c['passed'] for c in checks)}/{len(checks)} checks passed;"
+        f"**Verdict: {verdict}** ({counts or 'no checks'};"
         f" wall time {_num(res['timing']['wall_s']):.1f} s; {md(res.get('created', '-'))})",
         "",
-        "## Checks",
-        "",
     ]
+    if verdict == UNDECIDED.upper():
+        failed = ", ".join(md(c["name"]) for c in by_role["precondition"] if not c["passed"])
+        lines += [f"A precondition failed ({failed or 'no claim was checked'}): the setup cannot express the "
+                  "claim, so the claims below are shown but count neither for nor against the paper.", ""]
+    lines += ["## Checks", ""]
     lines += _table(
         [
-            {"check": c["name"], "ours": _num(c["value"]), "target": c["target"], "paper": c.get("paper"),
-             "passed": c["passed"]}
+            {"check": c["name"], "role": _role(c), "ours": _num(c["value"]), "target": c["target"],
+             "paper": c.get("paper"), "passed": c["passed"], "power / false-positive rate": power_text(c)}
             for c in checks
         ]
     )
@@ -195,13 +208,51 @@ class RunRecord:
         return [dict(c, passed=_passes(c)) for c in self.results["checks"]]
 
     @property
+    def verdict(self) -> str:
+        """Recomputed from the checks' values, targets and roles."""
+        return run_verdict(self.checks)
+
+    @property
     def passed(self) -> bool:
-        cs = self.checks
-        return bool(cs) and all(c["passed"] for c in cs)
+        return self.verdict == REPRODUCED
 
 
 def _passes(c: dict[str, Any]) -> bool:
     return evaluate_target(_num(c["value"]), c["target"])
+
+
+def _role(c: dict[str, Any]) -> str:
+    return str(c.get("role") or "claim")
+
+
+def run_verdict(checks: list[dict[str, Any]]) -> str:
+    """The three-valued verdict of stored checks (dicts), recomputed from value, target and role."""
+    return verdict_of([(_role(c), _passes(c)) for c in checks])
+
+
+def group_verdict(group: list[RunRecord]) -> tuple[str, dict[str, int]]:
+    """The verdict of several seeds of one row, and how many seeds gave each verdict.
+
+    ``undecided`` when any seed is undecided (its preconditions failed, so that seed tells nothing); else
+    ``reproduced`` when every seed reproduces, ``not reproduced`` otherwise.
+    """
+    counts = {v: 0 for v in (REPRODUCED, NOT_REPRODUCED, UNDECIDED)}
+    for r in group:
+        counts[r.verdict] += 1
+    if counts[UNDECIDED]:
+        return UNDECIDED, counts
+    return (REPRODUCED if counts[REPRODUCED] == len(group) else NOT_REPRODUCED), counts
+
+
+def power_text(c: dict[str, Any]) -> str:
+    """``"power 0.9, FPR 0 (5 seeds)"`` for a comparative claim, ``"not measured"`` without figures, else ``"-"``."""
+    if not c.get("comparative"):
+        return "-"
+    p, f = c.get("power"), c.get("false_positive_rate")
+    if p is None or f is None:
+        return "not measured"
+    n = (c.get("controls") or {}).get("n_seeds")
+    return f"power {_fmt(_num(p))}, FPR {_fmt(_num(f))}" + (f" ({int(n)} seeds)" if isinstance(n, int) else "")
 
 
 def _validate(res: Any, exp: str, preset: str, seed: int, h: str | None) -> list[str]:
@@ -239,6 +290,13 @@ def _validate(res: Any, exp: str, preset: str, seed: int, h: str | None) -> list
             ok = _passes(c)
         except TypeError:
             raise ValueError(f"check {c['name']!r} has a value that is not a number") from None
+        if _role(c) not in ROLES:
+            raise ValueError(f"check {c['name']!r} has an unknown role {c.get('role')!r}")
+        for what in ("power", "false_positive_rate"):
+            rate = c.get(what)
+            if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float))
+                                     or not 0 <= rate <= 1):
+                raise ValueError(f"check {c['name']!r} has a {what} that is not a rate in [0, 1]")
         if c.get("passed") is not None and bool(c.get("passed")) != ok:
             notes.append(f"check {c['name']!r} was stored as passed={c.get('passed')}; recomputed: {ok}")
     figs = res.get("figures", [])
@@ -394,7 +452,8 @@ def check_summaries(group: list[RunRecord]) -> list[dict[str, Any]]:
     rows = []
     for name in names:
         cs = [(r.seed, c) for r in group for c in r.checks if c["name"] == name]
-        rows.append({"name": name, "target": cs[0][1]["target"],
+        rows.append({"name": name, "target": cs[0][1]["target"], "role": _role(cs[0][1]),
+                     "power": power_text(cs[-1][1]),
                      "summary": summarize([_num(c["value"]) for _, c in cs]),
                      "passed": sum(c["passed"] for _, c in cs), "n": len(cs),
                      "failed": [seed for seed, c in cs if not c["passed"]],
@@ -420,7 +479,9 @@ def _checks_cell(group: list[RunRecord]) -> str:
         value = _fmt(s["mean"]) if n == 1 else f"{_fmt(s['mean'])} ± {_fmt(s['sd'])}"
         tail = f" [{_fmt(c['paper'])}]" if c["paper"] else ""
         count = f", {k}/{n} seeds" if n > 1 else ""
-        parts.append(f"{mark} {md(c['name'])} = {value} ({md(c['target'])}{count}){tail}")
+        role = "" if c["role"] == "claim" else f"*{c['role']}* "
+        power = f"; {md(c['power'])}" if c["power"] != "-" else ""
+        parts.append(f"{mark} {role}{md(c['name'])} = {value} ({md(c['target'])}{count}{power}){tail}")
     return "<br>".join(parts) if parts else "(no checks)"
 
 
@@ -432,9 +493,12 @@ def _aggregate_md(group: list[RunRecord]) -> str:
     if over:
         lines += ["**Overrides:** " + ", ".join(f"{md(k)}={_fmt(v)}" for k, v in over.items()), ""]
     lines += ["Seeds: " + ", ".join(f"[{r.seed}]({r.folder.name}/report.md)" for r in group), "", "## Checks", ""]
-    lines += _table([{"check": c["name"], "target": c["target"], "mean": c["summary"]["mean"],
+    verdict, counts = group_verdict(group)
+    lines += [f"**Verdict: {verdict.upper()}** (" + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + ")", ""]
+    lines += _table([{"check": c["name"], "role": c["role"], "target": c["target"], "mean": c["summary"]["mean"],
                       "sd": c["summary"]["sd"], "n": c["n"], "passed": f"{c['passed']}/{c['n']}",
-                      "failed on seeds": ", ".join(map(str, c["failed"])) or "-", "paper": c["paper"]}
+                      "failed on seeds": ", ".join(map(str, c["failed"])) or "-", "paper": c["paper"],
+                      "power / false-positive rate": c["power"]}
                      for c in check_summaries(group)])
     lines += ["", "## Metrics", ""]
     lines += _table([{"metric": k, "mean": s["mean"], "sd": s["sd"],
@@ -500,13 +564,16 @@ def write_index(runs: Path, reports: Path, *, log: Any = None) -> Path:
         "Generated by `icml2026 report` from every readable run folder. One row per experiment, preset and",
         "set of `--set` overrides; several seeds are aggregated (mean ± sample standard deviation, and how",
         "many seeds pass each check: ✅ all, ⚠️ some, ❌ none). Verdicts are recomputed from each check's",
-        "value and target. The paper's own figure is in brackets.",
+        "value, target and role: **reproduced** (every precondition and claim passes), **not reproduced**",
+        "(preconditions pass, a claim fails) or **undecided** (a precondition fails: the setup cannot express",
+        "the claim, which is shown but not counted). Preconditions and controls are marked in italics; a",
+        "comparative claim shows its power and false-positive rate. The paper's own figure is in brackets.",
         "",
         "| paper | experiment | preset | seeds | claim | checks: ours (target) [paper] | verdict |",
         "|---|---|---|---|---|---|---|",
     ]
     groups_all = group_runs(records)
-    n_pass = 0
+    n_by = {REPRODUCED: 0, NOT_REPRODUCED: 0, UNDECIDED: 0}
     for key, group in groups_all.items():
         exp = key[0]
         slug, short = exp.split(".", 1)
@@ -516,18 +583,17 @@ def write_index(runs: Path, reports: Path, *, log: Any = None) -> Path:
         else:
             link = f"[{md(short)}]({exp}/{aggregate_page(key)})"
         seeds = ", ".join(str(r.seed) for r in group)
-        k = sum(r.passed for r in group)
-        n = len(group)
-        if k == n:
-            verdict = "**passed**" + (f" ({n}/{n} seeds)" if n > 1 else "")
-            n_pass += 1
-        else:
-            verdict = "**failed**" + (f" ({k}/{n} seeds pass)" if n > 1 else "")
+        v, counts = group_verdict(group)
+        n_by[v] += 1
+        verdict = f"**{v}**"
+        if len(group) > 1:
+            verdict += " (" + ", ".join(f"{c}/{len(group)} {name}" for name, c in counts.items() if c) + ")"
         lines.append(f"| {md(slug)} | {link} | {preset} | {seeds} | {md(group[0].results['claim'])} | "
                      f"{_checks_cell(group)} | {verdict} |")
     if not groups_all:
         lines.append("| - | no runs found | - | - | - | - | - |")
-    lines += ["", f"{n_pass} of {len(groups_all)} rows pass every check on every seed.", ""]
+    lines += ["", f"Of {len(groups_all)} rows: {n_by[REPRODUCED]} reproduced on every seed, {n_by[NOT_REPRODUCED]} not "
+              f"reproduced, {n_by[UNDECIDED]} undecided.", ""]
     lines += _sweeps_section(runs, skipped)
     notes = [(r.folder, n) for r in records for n in r.notes]
     if notes:

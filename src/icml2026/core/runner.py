@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from .outcome import Outcome
+from .controls import attach_controls
+from .outcome import REPRODUCED, Outcome
 from .plotting import save_figure
 from .registry import Experiment
 from .report import render_run_report
@@ -70,8 +71,13 @@ class RunResult:
     results: dict[str, Any]
 
     @property
+    def verdict(self) -> str:
+        """``reproduced``, ``not reproduced`` or ``undecided``."""
+        return str(self.results["verdict"])
+
+    @property
     def passed(self) -> bool:
-        return bool(self.results["verdict"] == "passed")
+        return self.verdict == REPRODUCED
 
 
 def seed_everything(seed: int, n_threads: int = DEFAULT_THREADS) -> np.random.Generator:
@@ -292,8 +298,8 @@ def _results_dict(
             "overrides_hash": overrides_hash(overrides),
             "config": dataclasses.asdict(cfg),
             "metrics": outcome.metrics,
-            "checks": [c.to_dict() for c in outcome.checks],
-            "verdict": "passed" if outcome.passed else "failed",
+            "checks": attach_controls(exp.name, [c.to_dict() for c in outcome.checks]),
+            "verdict": outcome.verdict,
             "figures": [f"{name}.png" for name in outcome.figures],
             "tables": outcome.tables,
             "timing": {"wall_s": wall, **{k: float(v) for k, v in outcome.timings.items()}},

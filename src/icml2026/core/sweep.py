@@ -78,7 +78,8 @@ def is_done(task: SweepTask) -> bool:
 
 def run_task(task: SweepTask) -> dict[str, Any]:
     """Run one task in this process; never raises (a failure comes back as ``{"status": "error", ...}``)."""
-    from ..cli import _classify, build_config  # the same error lines and config checks as `icml2026 run`
+    from .config import build_config  # the same config checks and error lines as `icml2026 run`
+    from .errors import classify_exception
     from .registry import get_experiment
     from .runner import run_experiment
 
@@ -89,20 +90,24 @@ def run_task(task: SweepTask) -> dict[str, Any]:
         res = run_experiment(exp, cfg, preset=task.preset, seed=task.seed, out=Path(task.out),
                              n_threads=task.n_threads, overrides=task.overrides_dict)
     except Exception as exc:  # noqa: BLE001 - collected and reported by the sweep
-        code, msg = _classify(exc, task.name)
+        code, msg = classify_exception(exc, task.name)
         return {**base, "status": "error", "exit": code, "error": msg}
     return {**base, "status": "ok", "path": str(res.path), "metrics": res.results["metrics"],
-            "checks": [{"name": c["name"], "value": c["value"], "passed": c["passed"]} for c in res.results["checks"]]}
+            "verdict": res.verdict,
+            "checks": [{"name": c["name"], "value": c["value"], "passed": c["passed"], "role": c.get("role", "claim")}
+                       for c in res.results["checks"]]}
 
 
 def _read_done(task: SweepTask) -> dict[str, Any]:
-    from .report import _num, _passes
+    from .report import _num, _passes, _role, run_verdict
 
     res = json.loads((task.folder() / "results.json").read_text())
     return {"name": task.name, "seed": task.seed, "overrides": task.overrides_dict, "status": "ok",
             "path": str(task.folder()), "resumed": True,
             "metrics": {k: _num(v) for k, v in res["metrics"].items()},
-            "checks": [{"name": c["name"], "value": _num(c["value"]), "passed": _passes(c)} for c in res["checks"]]}
+            "verdict": run_verdict(res["checks"]),
+            "checks": [{"name": c["name"], "value": _num(c["value"]), "passed": _passes(c), "role": _role(c)}
+                       for c in res["checks"]]}
 
 
 def _init_worker(n_threads: int) -> None:
@@ -216,12 +221,15 @@ def aggregate(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for name in dict.fromkeys(c["name"] for r in ok for c in r["checks"]):
             rows = [(r["seed"], c) for r in ok for c in r["checks"] if c["name"] == name]
             checks[name] = {"passed": sum(bool(c["passed"]) for _, c in rows), "n": len(rows),
+                            "role": rows[0][1].get("role", "claim"),
                             "failed_seeds": [s for s, c in rows if not c["passed"]],
                             **summarize([float(c["value"]) for _, c in rows])}
         out.append({"experiment": rs[0]["name"], "overrides": rs[0]["overrides"],
                     "seeds": sorted(r["seed"] for r in ok), "n_runs": len(rs), "n_ok": len(ok),
                     "n_resumed": sum(bool(r.get("resumed")) for r in ok),
                     "failures": [{"seed": r["seed"], "error": r["error"]} for r in rs if r["status"] != "ok"],
+                    "verdicts": {v: sum(r.get("verdict") == v for r in ok)
+                                 for v in ("reproduced", "not reproduced", "undecided")},
                     "metrics": metrics, "checks": checks})
     return out
 
