@@ -29,10 +29,10 @@ from typing import Any
 import pytest
 
 from icml2026.cli import BadInput, build_config, main, parse_overrides
-from icml2026.core.controls import MAX_FALSE_POSITIVE_RATE, MIN_CONTROL_SEEDS, MIN_POWER, load_controls
 from icml2026.core import registry
 from icml2026.core.catalog import catalog
 from icml2026.core.config import is_validated_config, unbounded_numeric_fields
+from icml2026.core.controls import MAX_FALSE_POSITIVE_RATE, MIN_CONTROL_SEEDS, MIN_POWER, load_controls
 
 NAMES = sorted(catalog())
 SLUGS = sorted({n.split(".", 1)[0] for n in NAMES})
@@ -216,9 +216,11 @@ def _verdict_problems(name: str, results: dict[str, Any]) -> list[str]:
                             f"(icml2026 controls {name} --store)")
             continue
         if p < MIN_POWER:
-            problems.append(f"comparative claim {c['name']!r} has power {p:.2f} < {MIN_POWER}: a defect of the experiment")
+            problems.append(f"comparative claim {c['name']!r} has power {p:.2f} < {MIN_POWER}: "
+                            "a defect of the experiment")
         if f > MAX_FALSE_POSITIVE_RATE:
-            problems.append(f"comparative claim {c['name']!r} has false-positive rate {f:.2f} > {MAX_FALSE_POSITIVE_RATE}")
+            problems.append(f"comparative claim {c['name']!r} has false-positive rate {f:.2f} "
+                            f"> {MAX_FALSE_POSITIVE_RATE}")
         rec = stored.get(c["name"])
         if rec is not None and rec.n_seeds < MIN_CONTROL_SEEDS:
             problems.append(f"comparative claim {c['name']!r}: controls over {rec.n_seeds} < {MIN_CONTROL_SEEDS} seeds")

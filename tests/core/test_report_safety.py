@@ -71,7 +71,7 @@ def test_stored_passed_is_never_trusted(toy_registry: dict, tmp_path: Path, caps
     assert "**not reproduced**" in text and "**reproduced**" not in text.split("| toy |", 1)[1].split("\n")[0]
     assert "recomputed: False" in err
     copied = (tmp_path / "reports" / "toy.passes" / "quick-seed0" / "report.md").read_text()
-    assert "FAILED" in copied
+    assert "NOT REPRODUCED" in copied
 
 
 MALFORMED = [
@@ -191,7 +191,7 @@ def test_seeds_are_aggregated_and_a_seed_that_fails_is_visible(toy_registry: dic
     row = next(line for line in index.splitlines() if line.startswith("| toy |"))
     assert "0, 1, 2" in row and "2/3 seeds" in row and "(2/3 reproduced, 1/3 not reproduced)" in row and "⚠️" in row
     agg = (tmp_path / "reports" / "toy.passes" / "aggregate-quick.md").read_text()
-    assert "| n | &gt;= 1 |" in agg and "| 2/3 | 1 |" in agg  # check n: passed 2/3, failed on seed 1
+    assert "| n | claim | &gt;= 1 |" in agg and "| 2/3 | 1 |" in agg  # check n: passed 2/3, failed on seed 1
     assert "mean" in agg and "sd" in agg
 
 

@@ -28,14 +28,14 @@ def test_run_folder_contents(toy_registry: dict, tmp_path: Path) -> None:
     assert data["config"]["sizes"] == [1, 2] and data["verdict"] == "reproduced"
     assert data["timing"]["wall_s"] >= 0
     report = (res.path / "report.md").read_text()
-    assert "toy claim that passes" in report and "PASSED" in report and "![toy.png](toy.png)" in report
+    assert "toy claim that passes" in report and "REPRODUCED" in report and "![toy.png](toy.png)" in report
     assert _visible(tmp_path / "toy.passes") == ["quick-seed0"]  # no temporaries
 
 
 def test_failed_check_gives_failed_verdict(toy_registry: dict, tmp_path: Path) -> None:
     res = _run("toy.fails", tmp_path)
     assert not res.passed and res.results["verdict"] == "not reproduced"
-    assert "FAILED" in (res.path / "report.md").read_text()
+    assert "NOT REPRODUCED" in (res.path / "report.md").read_text()
 
 
 def test_same_seed_same_metrics_new_seed_different(toy_registry: dict, tmp_path: Path) -> None:

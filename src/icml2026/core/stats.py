@@ -94,7 +94,8 @@ def expected_calibration_error(
         size = n_bins
     counts = np.bincount(idx, minlength=size).astype(np.float64)
     safe = np.maximum(counts, 1.0)
-    gap = np.abs(np.bincount(idx, weights=y, minlength=size) / safe - np.bincount(idx, weights=c, minlength=size) / safe)
+    acc = np.bincount(idx, weights=y, minlength=size) / safe
+    gap = np.abs(acc - np.bincount(idx, weights=c, minlength=size) / safe)
     if weighting == "mass":
         return float(np.sum(counts / c.size * gap))
     return float(np.mean(gap[counts > 0]))
@@ -164,12 +165,13 @@ def bootstrap_ci(
         raise ValueError(f"level: must be in (0, 1), got {level!r}")
     if method not in ("percentile", "basic", "BCa"):
         raise ValueError(f"method: must be 'percentile', 'basic' or 'BCa', got {method!r}")
-    v = as_array(values, "values")
-    if v.ndim == 0:
+    raw = np.asarray(values)
+    if raw.ndim == 0:
         raise ValueError("values: expected an array with a first axis, got a scalar")
-    if v.shape[0] == 0:
+    if raw.shape[0] == 0:
         nan = float("nan")
         return BootstrapInterval(nan, nan, nan, nan)
+    v = as_array(values, "values")
     est = float(statistic(v, axis=0))
     if v.shape[0] == 1:
         return BootstrapInterval(est, est, est, 0.0)
