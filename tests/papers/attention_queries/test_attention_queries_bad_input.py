@@ -9,14 +9,11 @@ import pytest
 
 from icml2026.core import make_rng
 from icml2026.papers import attention_queries as A
-from icml2026.papers.attention_queries.experiments import (
-    ExactConfig,
-    LowRankConfig,
-    MultiHeadConfig,
-    NoiseConfig,
-    OneLayerConfig,
-    noise_tolerance,
-)
+from icml2026.papers.attention_queries.experiments.exact_recovery import ExactConfig
+from icml2026.papers.attention_queries.experiments.low_rank_recovery import LowRankConfig
+from icml2026.papers.attention_queries.experiments.multihead_nonidentifiable import MultiHeadConfig
+from icml2026.papers.attention_queries.experiments.noise_tolerance import NoiseConfig, noise_tolerance
+from icml2026.papers.attention_queries.experiments.one_layer_reduction import OneLayerConfig
 
 NAN, INF = float("nan"), float("inf")
 
