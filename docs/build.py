@@ -37,7 +37,9 @@ def assemble(dst: Path) -> list[str]:
     docs = dst / "docs"
     (docs / "papers").mkdir(parents=True)
     (docs / "api").mkdir()
-    slugs = sorted(d.name for d in PAPERS.iterdir() if (d / "experiments.py").is_file() and (d / "README.md").is_file())
+    slugs = sorted(d.name for d in PAPERS.iterdir()
+                   if ((d / "experiments.py").is_file() or (d / "experiments" / "__init__.py").is_file())
+                   and (d / "README.md").is_file())
     known = {"index.md", "cli.md", *(f"papers/{s}.md" for s in slugs), *(f"api/{s}.md" for s in slugs)}
     readme = (ROOT / "README.md").read_text()
     readme = re.sub(r"\(src/icml2026/papers/([a-z_0-9]+)/README\.md\)", r"(papers/\1.md)", readme)
