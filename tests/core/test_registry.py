@@ -72,6 +72,39 @@ def test_discovery_imports_experiments_modules_without_naming_papers(
         sys.modules.pop("icml2026.papers.fakepaper_xyz", None)
 
 
+def test_experiments_split_into_a_package_are_listed_and_discovered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """papers/<slug>/experiments/ (one module per claim) is read by the catalog and imported by discovery."""
+    from icml2026.core import catalog as catalog_mod
+
+    pkg = tmp_path / "fakepaper_split"
+    (pkg / "experiments").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "experiments" / "__init__.py").write_text("from . import one, two  # noqa: F401\n")
+    for mod, claim in (("one", "first claim"), ("two", "second claim")):
+        (pkg / "experiments" / f"{mod}.py").write_text(textwrap.dedent(f"""
+            from tests.core.conftest import PRESETS, toy_pass
+            from icml2026.core import experiment
+            experiment("fakepaper_split.{mod}", claim="{claim}", presets={{"quick": PRESETS["quick"],
+                       "full": PRESETS["full"]}})(toy_pass)
+        """))
+    registry.discover()
+    table: dict = {}
+    monkeypatch.setattr(registry, "_REGISTRY", table)
+    monkeypatch.setattr(papers, "__path__", [*papers.__path__, str(tmp_path)])
+    catalog_mod._catalog.cache_clear()
+    try:
+        listed = catalog_mod.catalog()
+        assert listed["fakepaper_split.two"].claim == "second claim"
+        assert listed["fakepaper_split.one"].source.name == "one.py"
+        assert {"fakepaper_split.one", "fakepaper_split.two"} <= set(registry.all_experiments())
+    finally:
+        catalog_mod._catalog.cache_clear()
+        for m in [m for m in sys.modules if m.startswith("icml2026.papers.fakepaper_split")]:
+            sys.modules.pop(m, None)
+
+
 def test_core_never_names_a_paper() -> None:
     core = Path(registry.__file__).parent
     slugs = [p.name for p in Path(papers.__file__).parent.iterdir() if p.is_dir() and not p.name.startswith("_")]
