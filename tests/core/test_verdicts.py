@@ -205,3 +205,22 @@ def test_report_refuses_unknown_roles_and_bad_rates(toy_registry: dict, tmp_path
     assert not records
     reasons = sorted(s.reason for s in skipped)
     assert "unknown role" in reasons[1] and "not a rate" in reasons[0]
+
+
+def test_runs_from_before_roles_are_marked(toy_registry: dict, tmp_path: Path) -> None:
+    from icml2026.core.report import write_index
+
+    runs = tmp_path / "runs"
+    _cli(["run", "toy.passes", "toy.fails", "--out", str(runs)])
+    f = runs / "toy.fails" / "quick-seed0" / "results.json"
+    data = json.loads(f.read_text())
+    for c in data["checks"]:
+        for key in ("role", "comparative", "power", "false_positive_rate"):
+            c.pop(key)
+    data["verdict"] = "failed"  # the old vocabulary: the report recomputes and never reads it
+    f.write_text(json.dumps(data))
+    text = write_index(runs, tmp_path / "reports", log=io.StringIO()).read_text()
+    row = next(line for line in text.splitlines() if "toy.fails" in line)
+    assert "**not reproduced** †" in row
+    assert "† 1 row(s) hold runs recorded before checks had roles" in text
+    assert "†" not in next(line for line in text.splitlines() if "toy.passes" in line)

@@ -54,6 +54,7 @@ __all__ = [
     "run_verdict",
     "group_verdict",
     "power_text",
+    "is_before_roles",
 ]
 
 _FIGURE_RE = __import__("re").compile(r"^[A-Za-z0-9_.-]+\.png$")
@@ -223,6 +224,11 @@ def _passes(c: dict[str, Any]) -> bool:
 
 def _role(c: dict[str, Any]) -> str:
     return str(c.get("role") or "claim")
+
+
+def is_before_roles(rec: RunRecord) -> bool:
+    """True for a run recorded before checks had roles (no check says its role)."""
+    return bool(rec.results["checks"]) and all("role" not in c for c in rec.results["checks"])
 
 
 def run_verdict(checks: list[dict[str, Any]]) -> str:
@@ -574,6 +580,7 @@ def write_index(runs: Path, reports: Path, *, log: Any = None) -> Path:
     ]
     groups_all = group_runs(records)
     n_by = {REPRODUCED: 0, NOT_REPRODUCED: 0, UNDECIDED: 0}
+    n_old = 0
     for key, group in groups_all.items():
         exp = key[0]
         slug, short = exp.split(".", 1)
@@ -588,12 +595,19 @@ def write_index(runs: Path, reports: Path, *, log: Any = None) -> Path:
         verdict = f"**{v}**"
         if len(group) > 1:
             verdict += " (" + ", ".join(f"{c}/{len(group)} {name}" for name, c in counts.items() if c) + ")"
+        if any(is_before_roles(r) for r in group):
+            verdict += " †"
+            n_old += 1
         lines.append(f"| {md(slug)} | {link} | {preset} | {seeds} | {md(group[0].results['claim'])} | "
                      f"{_checks_cell(group)} | {verdict} |")
     if not groups_all:
         lines.append("| - | no runs found | - | - | - | - | - |")
     lines += ["", f"Of {len(groups_all)} rows: {n_by[REPRODUCED]} reproduced on every seed, {n_by[NOT_REPRODUCED]} not "
               f"reproduced, {n_by[UNDECIDED]} undecided.", ""]
+    if n_old:
+        lines += [f"† {n_old} row(s) hold runs recorded before checks had roles: every check of such a run counts as a "
+                  "claim, and no precondition was measured, so its verdict cannot be undecided. The paper's card "
+                  "says whether it was rerun.", ""]
     lines += _sweeps_section(runs, skipped)
     notes = [(r.folder, n) for r in records for n in r.notes]
     if notes:
