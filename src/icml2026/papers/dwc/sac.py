@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, cast
 
 import numpy as np
 import torch
@@ -74,6 +74,13 @@ def check_dwc_size(env_id: str, n_luts: int, n_layers: int, bits: int, lut_input
                          f"{_MAX_MAPPING_WEIGHTS:,}); use fewer LUTs or bits")
 
 Actor = MLPActor | QuantMLPActor | DWCActor
+
+
+class EvalPolicy(Protocol):
+    """What :func:`evaluate` needs: a module with ``deterministic(obs) -> action`` (the actors, and the fixed
+    controllers of :mod:`.controls`)."""
+
+    def deterministic(self, obs: np.ndarray) -> np.ndarray: ...  # pragma: no cover
 
 
 @config
@@ -200,7 +207,7 @@ def _sample(actor: Actor, obs: torch.Tensor, g: torch.Generator) -> tuple[torch.
     return act, logp.sum(-1)
 
 
-def evaluate(actor: Actor, env_id: str, n_episodes: int, rng: np.random.Generator) -> list[float]:
+def evaluate(actor: Actor | EvalPolicy, env_id: str, n_episodes: int, rng: np.random.Generator) -> list[float]:
     """Returns of ``n_episodes`` deterministic episodes (the actor's ``deterministic`` path).
 
     An actor on another device is moved to the CPU for the episodes and back afterwards.
@@ -215,7 +222,7 @@ def evaluate(actor: Actor, env_id: str, n_episodes: int, rng: np.random.Generato
         env.close()
         raise ValueError(f"env_id = {env_id!r}: needs a continuous (Box) action space, got {env.action_space}")
     out = []
-    with on_cpu(actor):
+    with on_cpu(cast(nn.Module, actor)):
         for _ in range(n_episodes):
             obs, _ = env.reset(seed=int(rng.integers(2**31 - 1)))
             done, ret = False, 0.0
