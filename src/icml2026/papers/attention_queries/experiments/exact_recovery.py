@@ -14,9 +14,11 @@ from icml2026.core.plotting import new_figure
 
 from ..data import random_single_head, relative_error
 from ..exact import recover_exact
+from ..model import SingleHeadAttention
 from ..oracle import CountingOracle
 from ..queries import choose_directions
 from ._grid import check_pow2_range, over_bar, powers_of_two
+from ._preconditions import unsaturated_logit_check, value_norm_check
 
 
 @config
@@ -45,8 +47,11 @@ def exact_recovery(cfg: ExactConfig, rng: np.random.Generator) -> Outcome:
     ds = powers_of_two(cfg.d_min, cfg.d_max)
     rows: list[dict[str, Any]] = []
     timings: dict[str, float] = {}
+    heads: list[SingleHeadAttention] = []  # the sweep's planted heads, for the preconditions
+    retry_heads: list[SingleHeadAttention] = []
     for d, child in zip(ds, spawn(rng, len(ds)), strict=True):
         head = random_single_head(d, d, child, scale=cfg.scale)
+        heads.append(head)
         oracle = CountingOracle(head)
         t0 = time.perf_counter()
         est = recover_exact(oracle, d, batch=cfg.batch)
@@ -77,6 +82,7 @@ def exact_recovery(cfg: ExactConfig, rng: np.random.Generator) -> Outcome:
         strict=True,
     ):
         head = random_single_head(dr, dr, child, scale=float(sc))
+        retry_heads.append(head)
         est = recover_exact(CountingOracle(head), dr, batch=cfg.batch)
         C = choose_directions(head.v)
         y_pilot = float(np.max(np.abs(head.A[0] @ C)))
@@ -104,8 +110,15 @@ def exact_recovery(cfg: ExactConfig, rng: np.random.Generator) -> Outcome:
         "Method 1: recovery error", "dimension d", "relative Frobenius error of A", logx=True, logy=True
     )
     ax2.plot(ds, [max(r["rel_err_A"], 1e-17) for r in rows], "o-")
+    # Preconditions (sampled heads): identifiable (v far from 0), and, for the exact count d^2 + d, logits
+    # below the acceptance limit at s = 1 (the retry sweep leaves that regime on purpose; its claims are the
+    # schedule's bound and the error bar, which need only v != 0).
+    pre_value = value_norm_check([*heads, *retry_heads])
+    pre_logit = unsaturated_logit_check(heads)
     return Outcome(
         metrics={
+            "heads_min_value_norm": pre_value.value,
+            "heads_max_logit_over_saturation": pre_logit.value,
             "max_rel_err_A": err_A,
             "max_abs_err_v": err_v,
             "query_excess_over_d2_plus_d": excess,
@@ -117,6 +130,8 @@ def exact_recovery(cfg: ExactConfig, rng: np.random.Generator) -> Outcome:
             "retry_max_err_over_error_bar": retry_over_bar,
         },
         checks=[
+            pre_value,
+            pre_logit,
             # total calls incl. retries; fails on any retry at O(1) entries or any uncounted call
             Check("query_excess_over_d2_plus_d", excess, "== 0", paper="d^2 + d queries"),
             Check("max_rel_err_A", err_A, "< 1e-10", paper="exact"),

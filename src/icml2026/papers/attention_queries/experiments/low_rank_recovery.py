@@ -16,8 +16,10 @@ from .._threads import single_blas_thread
 from ..baselines import least_squares_recovery
 from ..data import random_single_head, relative_error
 from ..low_rank import recover_low_rank
+from ..model import SingleHeadAttention
 from ..oracle import CountingOracle
 from ._grid import check_pow2_range, powers_of_two
+from ._preconditions import rank_gap_check, value_norm_check
 
 _MAX_KAPPA_POINTS = 200  # bounds the compressed-sensing sweep (each point solves cs_n_seeds problems)
 
@@ -76,10 +78,12 @@ def _low_rank_recovery(cfg: LowRankConfig, rng: np.random.Generator) -> Outcome:
     ds = powers_of_two(cfg.d_min, cfg.d_max)
     ranks = powers_of_two(1, cfg.r_max)
     rows: list[dict[str, Any]] = []
+    planted: list[tuple[SingleHeadAttention, int]] = []  # every planted (head, rank), for the preconditions
     t0 = time.perf_counter()
     pairs = [(d, r) for d in ds for r in ranks if r <= d // 4]
     for (d, r), child in zip(pairs, spawn(rng_ad, len(pairs)), strict=True):
         head = random_single_head(d, r, child)
+        planted.append((head, r))
         est = recover_low_rank(CountingOracle(head), d, rank=None, method="adaptive", rng=child)
         rows.append(
             {
@@ -98,6 +102,7 @@ def _low_rank_recovery(cfg: LowRankConfig, rng: np.random.Generator) -> Outcome:
     fb_ranks = sorted({cfg.fb_d // 2, cfg.fb_d - 1})
     for r_fb, child in zip(fb_ranks, spawn(rng_ad, len(fb_ranks)), strict=True):
         head = random_single_head(cfg.fb_d, r_fb, child)
+        planted.append((head, r_fb))
         for given in (None, r_fb):
             est = recover_low_rank(CountingOracle(head), cfg.fb_d, rank=given, method="adaptive", rng=child)
             fb_rows.append(
@@ -128,6 +133,7 @@ def _low_rank_recovery(cfg: LowRankConfig, rng: np.random.Generator) -> Outcome:
     kappas = np.arange(cfg.cs_kappa_min, cfg.cs_kappa_max + 1e-9, cfg.cs_kappa_step)
     seeds = spawn(rng_cs, cfg.cs_n_seeds + 1)
     heads = [random_single_head(d, r, s) for s in seeds[:-1]]
+    planted += [(head, r) for head in heads]
     cs_rows: list[dict[str, Any]] = []
     kappa_min = math.inf
     for kappa in kappas:
@@ -189,8 +195,14 @@ def _low_rank_recovery(cfg: LowRankConfig, rng: np.random.Generator) -> Outcome:
     ax2.plot([c["kappa"] for c in cs_rows], [c["frac_recovered"] for c in cs_rows], "o-")
     ax2.axvline((2 * d - r) / d, color="k", ls=":", label="degrees of freedom r(2d - r)")
     ax2.legend(fontsize=7)
+    # Preconditions (sampled heads): identifiable (v far from 0) and of the planted rank (a gap that the rank
+    # estimate and the low-rank fits can see); the adaptive, fallback and compressed-sensing heads alike.
+    pre_value = value_norm_check(head for head, _ in planted)
+    pre_rank = rank_gap_check(planted)
     return Outcome(
         metrics={
+            "heads_min_value_norm": pre_value.value,
+            "heads_min_rank_gap": pre_rank.value,
             "adaptive_max_excess_over_2r_plus_2_d": total_excess,
             "fallback_max_total_over_d2_plus_d": fb_ratio,
             "fallback_max_rel_err_A": fb_err,
@@ -204,6 +216,8 @@ def _low_rank_recovery(cfg: LowRankConfig, rng: np.random.Generator) -> Outcome:
             "cs_err_below_dof": err_below,
         },
         checks=[
+            pre_value,
+            pre_rank,
             # retries included, minus the allowance 16 (r + 1) for the blind pilot pairs (fails on runaway
             # retries such as issue 28's +68% of the budget, or the 15% this check found at d = 256, r = 1)
             Check("adaptive_max_excess_over_2r_plus_2_d", total_excess, "<= 0", paper="(2r+2)d queries"),

@@ -20,6 +20,7 @@ from ..noisy import noisy_error_bound, recover_noisy, search_adversary
 from ..oracle import NoisyOracle
 from ..queries import NoisyConditionError, SaturationError, margin_directions
 from ._grid import NOISE_KINDS_RUN, check_pow2_range, nanmax, powers_of_two
+from ._preconditions import NoiseAudit, noise_checks, value_norm_check
 
 
 @config
@@ -43,15 +44,22 @@ class NoisyBoundConfig:
             raise ValueError(f"log10_tau_min = {self.log10_tau_min}: must be <= log10_tau_max ({self.log10_tau_max})")
 
 
-
-
 def _noisy_trial(
-    head: Any, d: int, tau: float, kind: str, rng: np.random.Generator, norm_bound: float
+    head: Any,
+    d: int,
+    tau: float,
+    kind: str,
+    rng: np.random.Generator,
+    norm_bound: float,
+    audits: list[tuple[NoiseAudit, bool]],
 ) -> dict[str, Any]:
+    """One recovery; its oracle's realised noise goes to ``audits`` as (audit, recovery completed)."""
+    audit = NoiseAudit(NoisyOracle(head, tau, rng, kind))
     try:
-        est = recover_noisy(NoisyOracle(head, tau, rng, kind), d, tau, norm_bound=norm_bound)
+        est = recover_noisy(audit, d, tau, norm_bound=norm_bound)
     except (NoisyConditionError, NotIdentifiableError, SaturationError):
         # refused (conditions not met at this grid point, e.g. an extreme norm_bound): counted, never dropped
+        audits.append((audit, False))
         nan = math.nan
         return {
             "kind": kind,
@@ -64,6 +72,7 @@ def _noisy_trial(
             "error_over_theory": nan,
             "queries_over_d2_plus_d": nan,
         }
+    audits.append((audit, True))
     assert est.error_bound_A is not None
     err = float(np.linalg.norm(est.A - head.A))
     nA = float(np.linalg.norm(head.A))
@@ -105,12 +114,15 @@ def _noisy_bound(cfg: NoisyBoundConfig, rng: np.random.Generator) -> Outcome:
     # (1) dimension sweep at the middle tolerance, every adversary kind, n_seeds heads per d
     ds = powers_of_two(cfg.d_min, cfg.d_max)
     d_rows: list[dict[str, Any]] = []
+    heads: list[SingleHeadAttention] = []  # every planted head (before any scaling of v), for the preconditions
+    audits: list[tuple[NoiseAudit, bool]] = []  # every NoisyOracle's realised noise, and whether it completed
     for d, drng in zip(ds, spawn(rng_d, len(ds)), strict=True):
         for child in spawn(drng, cfg.n_seeds):
             h_rng, n_rng = spawn(child, 2)
             head = random_single_head(d, d, h_rng)
+            heads.append(head)
             for kind, krng in zip(NOISE_KINDS_RUN, spawn(n_rng, len(NOISE_KINDS_RUN)), strict=True):
-                d_rows.append({"d": d, **_noisy_trial(head, d, tau_mid, kind, krng, B)})
+                d_rows.append({"d": d, **_noisy_trial(head, d, tau_mid, kind, krng, B, audits)})
     # (2) margin sweep: v scaled by 10^k (margin min |v^T c| >= ||v|| scales with it)
     scales = np.logspace(0.0, cfg.log10_margin_min, cfg.n_margins)
     m_rows: list[dict[str, Any]] = []
@@ -118,27 +130,30 @@ def _noisy_bound(cfg: NoisyBoundConfig, rng: np.random.Generator) -> Outcome:
     for child in spawn(rng_m, cfg.n_seeds):
         h_rng, n_rng = spawn(child, 2)
         base = random_single_head(dm, dm, h_rng)
+        heads.append(base)
         for lam, lrng in zip(scales, spawn(n_rng, len(scales)), strict=True):
             head = SingleHeadAttention(base.A, float(lam) * base.v)
             margin = float(np.min(np.abs(margin_directions(head.v).T @ head.v)))
             for kind, krng in zip(NOISE_KINDS_RUN, spawn(lrng, len(NOISE_KINDS_RUN)), strict=True):
                 m_rows.append(
-                    {"v_scale": float(lam), "margin": margin, **_noisy_trial(head, dm, tau_mid, kind, krng, B)}
+                    {"v_scale": float(lam), "margin": margin, **_noisy_trial(head, dm, tau_mid, kind, krng, B, audits)}
                 )
     # (3) tau sweep at margin_d
     t_rows: list[dict[str, Any]] = []
     for child in spawn(rng_t, cfg.n_seeds):
         h_rng, n_rng = spawn(child, 2)
         head = random_single_head(dm, dm, h_rng)
+        heads.append(head)
         for tau, trng in zip(taus, spawn(n_rng, len(taus)), strict=True):
             for kind, krng in zip(NOISE_KINDS_RUN, spawn(trng, len(NOISE_KINDS_RUN)), strict=True):
-                t_rows.append(_noisy_trial(head, dm, float(tau), kind, krng, B))
+                t_rows.append(_noisy_trial(head, dm, float(tau), kind, krng, B, audits))
     # (4) search for a worse adversary (sign patterns, hill climbing from the worst_case pattern)
     s_rows: list[dict[str, Any]] = []
     n_refused_search = 0
     for child in spawn(rng_s, cfg.n_seeds):
         h_rng, a_rng = spawn(child, 2)
         head = random_single_head(cfg.search_d, cfg.search_d, h_rng)
+        heads.append(head)
         try:
             res = search_adversary(head, head.A, cfg.search_d, tau_mid, a_rng, norm_bound=B, n_passes=cfg.search_passes)
         except (NoisyConditionError, NotIdentifiableError, SaturationError):
@@ -158,6 +173,7 @@ def _noisy_bound(cfg: NoisyBoundConfig, rng: np.random.Generator) -> Outcome:
     c_rows: list[dict[str, Any]] = []
     h_rng, n_rng = spawn(rng_c, 2)
     base = random_single_head(8, 8, h_rng)
+    heads.append(base)
     cases = [
         ("tau=0.1", base, 0.1, 1.0),
         ("v*1e-3, tau=1e-4", SingleHeadAttention(base.A, 1e-3 * base.v), 1e-4, 1.0),
@@ -167,7 +183,9 @@ def _noisy_bound(cfg: NoisyBoundConfig, rng: np.random.Generator) -> Outcome:
         for kind, krng in zip(NOISE_KINDS_RUN, spawn(crng, len(NOISE_KINDS_RUN)), strict=True):
             row: dict[str, Any] = {"case": name, "kind": kind}
             try:
-                est = recover_noisy(NoisyOracle(head, tau, krng, kind), 8, tau, norm_bound=bound_x)
+                audit = NoiseAudit(NoisyOracle(head, tau, krng, kind))
+                audits.append((audit, False))  # outside the conditions: noise bounded, not required to reach
+                est = recover_noisy(audit, 8, tau, norm_bound=bound_x)
             except NoisyConditionError as exc:
                 msg = str(exc)
                 row.update(refused=True, names_condition=("norm" in msg or "margin" in msg), rel_err=math.nan)
@@ -243,8 +261,13 @@ def _noisy_bound(cfg: NoisyBoundConfig, rng: np.random.Generator) -> Outcome:
         )
     ax2.plot(inv_m, per_m_bound, "k-", label="a-priori bound")
     ax2.legend(fontsize=7)
+    # Preconditions: the planted heads are identifiable (the margin sweep then scales v on purpose), and the
+    # noisy oracles' noise is the configured tolerance (within tau everywhere, reaching tau / 2 in every
+    # completed recovery). The adversary search's SignPatternAdversary adds +-tau by construction.
+    pre = [value_norm_check(heads), *noise_checks([a for a, _ in audits], [a for a, done in audits if done])]
     return Outcome(
         metrics={
+            **{c.name: c.value for c in pre},
             "max_error_over_error_bar": over_bar,
             "max_error_over_theory_bound": over_theory,
             "slope_error_over_tau_vs_d": slope_d,
@@ -258,6 +281,7 @@ def _noisy_bound(cfg: NoisyBoundConfig, rng: np.random.Generator) -> Outcome:
             **{f"error_over_tau_d{d}": e for d, e in zip(ds, per_d, strict=True)},
         },
         checks=[
+            *pre,
             # fails if any adversary (incl. the searched ones) beats the returned error bar
             Check("max_error_over_error_bar", over_bar, "<= 1", paper="—"),
             # fails if the learner is worse than the a-priori polynomial bound anywhere on the grids
