@@ -643,15 +643,16 @@ def _sweeps_section(runs: Path, skipped: list[Skipped]) -> list[str]:
                                      f" [{_fmt(_num(v['ci95'][0]))}, {_fmt(_num(v['ci95'][1]))}]"
                                      for k, v in g["checks"].items())
                 over = ", ".join(f"{md(k)}={_fmt(v)}" for k, v in g["overrides"].items()) or "-"
+                verdicts = ", ".join(f"{int(n)} {md(v)}" for v, n in (g.get("verdicts") or {}).items() if n) or "-"
                 rows.append(f"| {md(f.stem)} | {md(g['experiment'])} | {md(data['preset'])} | {over} | "
-                            f"{int(g['n_ok'])}/{int(g['n_runs'])} | {checks or '-'} |")
+                            f"{int(g['n_ok'])}/{int(g['n_runs'])} | {verdicts} | {checks or '-'} |")
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             skipped.append(Skipped(f, f"sweep file is malformed: {exc}"))
     if not rows:
         return []
     return ["## Sweeps", "", "Written by `icml2026 sweep`: each check's pass count over seeds, its mean and bootstrap "
-            "95% interval.", "", "| sweep | experiment | preset | overrides | runs ok | checks |",
-            "|---|---|---|---|---|---|", *rows, ""]
+            "95% interval.", "", "| sweep | experiment | preset | overrides | runs ok | verdicts | checks |",
+            "|---|---|---|---|---|---|---|", *rows, ""]
 
 
 def _rel(p: Path, base: Path) -> str:
