@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from math import comb
+from typing import Literal
 
 import numpy as np
 
@@ -27,6 +29,7 @@ from .correlation import (
 )
 from .data import make_arithmetic, make_fact_corpus, make_random_digit_task, subsample_lines
 from .models import FAMILIES, FamilyConfig, make_family, sample_answers
+from .planted import corpus_answer_frequencies, planted_fact_probs, planted_sum_probs
 from .simulator import (
     SimulatorParams,
     plurality_accuracy_exact,
@@ -216,6 +219,45 @@ def _family(cfg: FactsConfig | ArithmeticConfig | RandomStringsConfig, device: s
 _FAMILY_NAMES = tuple(FAMILIES)
 
 
+def _verbal_confidence(probs: np.ndarray, ans: np.ndarray) -> np.ndarray:
+    """(m, s, q) verbalised confidence "NN%": each model's own probability of its sampled answer, to the percent."""
+    n_s = ans.shape[1]
+    return np.round(np.take_along_axis(probs[:, None, :, :].repeat(n_s, 1), ans[..., None], 3)[..., 0], 2)
+
+
+@dataclass(frozen=True)
+class PollGains:
+    """Accuracy differences on a set of questions, averaged over independent polls of the same models."""
+
+    cross_minus_single: float  # majority_cross(k per model) - one sample
+    confidence_minus_majority: float  # confidence_weighted(k per model) - majority_cross(k per model)
+    sd_cross_minus_single: float  # their spread over the polls
+    sd_confidence_minus_majority: float
+
+
+def _poll_gains(
+    probs: np.ndarray, gold: np.ndarray, n_samples: int, n_polls: int, rng: np.random.Generator
+) -> PollGains:
+    """C1 and C5 gains of ``n_polls`` polls drawn from the answer distributions ``probs`` (m, q, V).
+
+    Every poll serves both arms of each difference (paired), so the gains' noise is the polls' disagreement
+    only; the mean over polls estimates the expected gain of one poll on these questions.
+    """
+    k = n_samples // probs.shape[0]
+    cross_single, conf_major = [], []
+    for _ in range(n_polls):
+        ans = sample_answers(probs, n_samples, rng)
+        major = _accuracy(aggregate(ans, Rule("majority_cross", k=k), rng=rng), gold)
+        weighted = _accuracy(
+            aggregate(ans, Rule("confidence_weighted", k=k), _verbal_confidence(probs, ans), rng=rng), gold
+        )
+        cross_single.append(major - _single(ans, gold))
+        conf_major.append(weighted - major)
+    return PollGains(
+        float(np.mean(cross_single)), float(np.mean(conf_major)), float(np.std(cross_single)), float(np.std(conf_major))
+    )
+
+
 @config
 class FactsConfig:
     n_entities: int = param(2000, 20, 5000, help="questions (one per entity); brief Sec. 6: 2000")
@@ -233,6 +275,10 @@ class FactsConfig:
     smoothing: float = param(0.1, 0, 100, lo_open=True, help="add-alpha of the count model")
     entropy_threshold: float = param(0.5, 0, 1, hi_open=True, help="uncertain: entropy > threshold * ln V")
     n_boot: int = param(1000, 10, 10_000, help="bootstrap resamples of the C2 CIs")
+    n_polls: int = param(20, 1, 1000, help="polls averaged by the C1 and C5 checks (paired)")
+    control: Literal["none", "planted", "null"] = param(
+        "none", help="none: train the families; planted / null: the controls' constructed distributions"
+    )
 
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
 
@@ -251,7 +297,13 @@ class FactsConfig:
     "agree far above chance, and confidence weighting does not help; on clean facts voting helps.",
     presets={
         "smoke": FactsConfig(n_entities=40, n_samples=10, lm_steps=10, cnn_epochs=2, n_boot=50),
-        "quick": FactsConfig(n_entities=250, lm_steps=300, cnn_epochs=20, n_boot=300),
+        # quick: lr 1e-2 (was 3e-2, at which the transformer of seed 3 stayed near uniform: fit 0.14)
+        "quick": FactsConfig(n_entities=250, lm_steps=300, lr=1e-2, cnn_epochs=20, n_boot=300),
+        # controls of the comparative claims: the quick corpus, answer distributions planted instead of trained
+        # (planted.py): a shared 3:1 misconception on myth facts (planted) or the same false mass spread evenly
+        # over the wrong values (null)
+        "planted": FactsConfig(n_entities=250, n_boot=300, control="planted"),
+        "null": FactsConfig(n_entities=250, n_boot=300, control="null"),
         # full: 1500 steps at lr 1e-2 so that the transformer fits the 2000-entity corpus (600 steps at lr 3e-2
         # left it near uniform over the options: probability 0.19 on the truth of clean facts, vs 0.80 now)
         "full": FactsConfig(lm_steps=1500, lr=1e-2),
@@ -262,10 +314,12 @@ def facts(cfg: FactsConfig, rng: np.random.Generator) -> Outcome:
     corpus = make_fact_corpus(cfg.n_entities, rng, n_options=cfg.n_options)
     n_m = len(cfg.families)
     corpora = [subsample_lines(corpus.lines, cfg.keep, rng) for _ in range(n_m)]
-    probs = _train_families(corpora, corpus.questions, corpus.options, _family(cfg, device), cfg.families, rng)
+    if cfg.control == "none":
+        probs = _train_families(corpora, corpus.questions, corpus.options, _family(cfg, device), cfg.families, rng)
+    else:  # the controls plant the answer distributions instead of training (planted.py)
+        probs = planted_fact_probs(corpus, n_m, cfg.control, rng)
     ans = sample_answers(probs, cfg.n_samples, rng)
-    conf = np.round(np.take_along_axis(probs[:, None, :, :].repeat(cfg.n_samples, 1), ans[..., None], 3)[..., 0], 2)
-    # ^ verbalised confidence "NN%": the model's own probability of its sampled answer, to the percent
+    conf = _verbal_confidence(probs, ans)
     k_cross = cfg.n_samples // n_m
     k_sp = (cfg.n_samples - n_m) // n_m  # SP: k answers per model plus one meta-prediction per model
     metrics: dict[str, float] = {}
@@ -300,6 +354,20 @@ def facts(cfg: FactsConfig, rng: np.random.Generator) -> Outcome:
     for m, name in enumerate(cfg.families):
         metrics[f"myth_p_myth_{name}"] = float(probs[m, q_myth, corpus.myth[q_myth]].mean())
         metrics[f"myth_p_gold_{name}"] = float(probs[m, q_myth, corpus.gold[q_myth]].mean())
+    # Precondition: every family learned the corpus. Its fit is how far its mean probability on the truth of
+    # clean facts moved from uniform (1/V) towards the corpus's own frequency of the truth on them (a
+    # perfect learner of the shared corpus scores 1, an untrained one 0). Before this guard, the quick
+    # transformer of seed 3 stayed near uniform (probability 0.11 on the truth of myths, 0.21 on the myth)
+    # and alone sank the both-wrong check (its four pairs 1.6-1.9x, the other six 4.2-7.2x).
+    q_clean = np.nonzero(corpus.kind == "clean")[0]
+    f_clean = float(corpus_answer_frequencies(corpus)[q_clean, corpus.gold[q_clean]].mean())
+    uniform = 1.0 / cfg.n_options
+    for m, name in enumerate(cfg.families):
+        p_clean = float(probs[m, q_clean, corpus.gold[q_clean]].mean())
+        metrics[f"clean_p_gold_{name}"] = p_clean
+        metrics[f"clean_fit_{name}"] = (p_clean - uniform) / (f_clean - uniform)
+    metrics["clean_corpus_frequency_of_truth"] = f_clean
+    metrics["min_family_clean_fit"] = min(metrics[f"clean_fit_{name}"] for name in cfg.families)
     pair_rows, ratios = [], []
     for i, j in itertools.combinations(range(n_m), 2):
         # sample s of model i is paired with sample s of model j: all n_samples pairs per question
@@ -343,24 +411,51 @@ def facts(cfg: FactsConfig, rng: np.random.Generator) -> Outcome:
     metrics["confidence_auroc_all"] = auroc(conf.ravel(), ok.ravel())
     metrics["confidence_auroc_myth"] = auroc(conf[:, :, myth].ravel(), ok[:, :, myth].ravel())
     metrics["confidence_ece_all"] = expected_calibration_error(conf, ok)
-    gain_conf = metrics["myth_confidence_weighted"] - metrics["myth_majority_cross"]
-    metrics["myth_confidence_gain"] = gain_conf
+    metrics["myth_confidence_gain_one_poll"] = metrics["myth_confidence_weighted"] - metrics["myth_majority_cross"]
+    metrics["myth_cross25_minus_single_one_poll"] = metrics["myth_majority_cross"] - metrics["myth_single"]
+    # The C1 and C5 checks average over n_polls polls (paired): one poll of the quick preset's 75 myth facts
+    # moves the confidence-weighting gain in steps of 1/75 = 0.013, two thirds of the 0.02 margin, so that
+    # one or two questions decided the check (see the card).
+    gains = _poll_gains(probs[:, myth], corpus.gold[myth], cfg.n_samples, cfg.n_polls, rng)
+    metrics["myth_cross25_minus_single"] = gains.cross_minus_single
+    metrics["myth_confidence_gain"] = gains.confidence_minus_majority
+    metrics["myth_cross25_minus_single_sd_over_polls"] = gains.sd_cross_minus_single
+    metrics["myth_confidence_gain_sd_over_polls"] = gains.sd_confidence_minus_majority
     checks = [
+        # Preconditions: the families learned the corpus (halfway from uniform to the corpus's frequency of
+        # the truth, fixed before the seed-0-3 runs; trained families score 0.71-0.97, the seed-3 transformer
+        # at the old quick budget 0.08), and polling can gain where errors are not shared (clean facts).
+        Check("min_family_clean_fit", metrics["min_family_clean_fit"], ">= 0.5", role="precondition"),
+        Check(
+            "clean_cross25_minus_single",
+            metrics["clean_majority_cross"] - metrics["clean_single"],
+            ">= 0",
+            role="precondition",
+        ),
         Check(
             "myth_cross25_minus_single",
-            metrics["myth_majority_cross"] - metrics["myth_single"],
+            metrics["myth_cross25_minus_single"],
             "<= 0.02",
             paper="no consistent gain (C1)",
+            comparative=True,
         ),
-        Check("clean_cross25_minus_single", metrics["clean_majority_cross"] - metrics["clean_single"], ">= 0"),
         Check(
             "myth_min_pair_both_wrong_ratio",
             metrics["myth_min_pair_both_wrong_ratio"],
             ">= 2.0",
             paper="errors strongly correlated (C3)",
+            comparative=True,
         ),
-        Check("social_minus_truth_uncertain", sv.social[0] - sv.truth[0], "> 0", paper="C2: social > truth"),
-        Check("myth_confidence_weighted_gain", gain_conf, "in [-0.02, 0.02]", paper="C5: no help"),
+        Check(
+            "social_minus_truth_uncertain",
+            sv.social[0] - sv.truth[0],
+            "> 0",
+            paper="C2: social > truth",
+            comparative=True,
+        ),
+        Check(
+            "myth_confidence_weighted_gain", metrics["myth_confidence_gain"], "in [-0.02, 0.02]", paper="C5: no help", comparative=True
+        ),
     ]
     return Outcome(
         metrics=metrics,
