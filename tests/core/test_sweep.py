@@ -109,6 +109,8 @@ def test_a_failing_run_is_collected_not_fatal(tmp_path: Path) -> None:
     assert results[1]["status"] == "ok"
     groups = sweep.aggregate(results)
     assert groups[0]["failures"] and groups[1]["n_ok"] == 1
+    assert groups[0]["verdicts"] == {"reproduced": 0, "not reproduced": 0, "undecided": 0}
+    assert sum(groups[1]["verdicts"].values()) == 1 and groups[1]["verdicts"][results[1]["verdict"]] == 1
 
 
 def test_summaries() -> None:
