@@ -93,12 +93,13 @@ class NoiseAudit:
 
     Answers are the noisy oracle's own (same calls, same batched path, same random stream); the clean value
     f(X) is recomputed from the target through the path the noisy oracle used, so ``max_abs_noise`` is
-    max |answer - f(X)| over every answer given.
+    max |answer - f(X)| over every answer given. ``tau`` is the tolerance the configuration asks for (the
+    reference of the preconditions), not read from the oracle, so an oracle built with another one is caught.
     """
 
-    def __init__(self, noisy: NoisyOracle) -> None:
+    def __init__(self, noisy: NoisyOracle, tau: float) -> None:
         self.noisy = noisy
-        self.tau = noisy.tau
+        self.tau = float(tau)
         self.max_abs_noise = 0.0
         self.n_answers = 0
 

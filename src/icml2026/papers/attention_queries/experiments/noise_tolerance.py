@@ -59,7 +59,7 @@ def noise_tolerance(cfg: NoiseConfig, rng: np.random.Generator) -> Outcome:
     for kind, krng in zip(NOISE_KINDS_RUN, spawn(rng_noise, len(NOISE_KINDS_RUN)), strict=True):
         errs = []
         for tau, trng in zip(taus, spawn(krng, len(taus)), strict=True):
-            audit = NoiseAudit(NoisyOracle(head, float(tau), trng, kind))
+            audit = NoiseAudit(NoisyOracle(head, float(tau), trng, kind), float(tau))
             audits.append(audit)
             oracle = CountingOracle(audit)
             try:

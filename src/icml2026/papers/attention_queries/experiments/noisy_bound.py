@@ -54,7 +54,7 @@ def _noisy_trial(
     audits: list[tuple[NoiseAudit, bool]],
 ) -> dict[str, Any]:
     """One recovery; its oracle's realised noise goes to ``audits`` as (audit, recovery completed)."""
-    audit = NoiseAudit(NoisyOracle(head, tau, rng, kind))
+    audit = NoiseAudit(NoisyOracle(head, tau, rng, kind), tau)
     try:
         est = recover_noisy(audit, d, tau, norm_bound=norm_bound)
     except (NoisyConditionError, NotIdentifiableError, SaturationError):
@@ -183,7 +183,7 @@ def _noisy_bound(cfg: NoisyBoundConfig, rng: np.random.Generator) -> Outcome:
         for kind, krng in zip(NOISE_KINDS_RUN, spawn(crng, len(NOISE_KINDS_RUN)), strict=True):
             row: dict[str, Any] = {"case": name, "kind": kind}
             try:
-                audit = NoiseAudit(NoisyOracle(head, tau, krng, kind))
+                audit = NoiseAudit(NoisyOracle(head, tau, krng, kind), tau)
                 audits.append((audit, False))  # outside the conditions: noise bounded, not required to reach
                 est = recover_noisy(audit, 8, tau, norm_bound=bound_x)
             except NoisyConditionError as exc:
