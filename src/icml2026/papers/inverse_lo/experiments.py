@@ -11,6 +11,7 @@ from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
 from icml2026.core.plotting import new_figure, range_yerr
 from icml2026.core.progress import track
+from icml2026.core.stats import paired_difference
 
 from .baselines import CuttingPlaneLearner, OnlineGradientLearner, OnlineNewtonStepLearner
 from .data import (
@@ -25,6 +26,7 @@ from .feasible_sets import FeasibleSet
 from .learner import CentroidLearner, Learner, PlayTrace, play
 from .linear_extensions import mistake_bound
 from .lower_bound import expected_lower_bound, lower_bound_instance, play_adaptive
+from .regime import regime_checks
 
 LEARNERS = ("centroid", "ons", "ogd", "cp")
 _LABELS = {
@@ -81,6 +83,8 @@ def _mean_curve_figure(
 
 
 _ENVS = tuple(sorted(ENVIRONMENTS))
+#: values of a config's ``control`` field: the method itself, or the planted / null control of its comparisons
+CONTROLS = ("none", "planted", "null")
 # Shared bounds. d <= 18: the exact centroid (DP over order ideals, O(d 2^d)); the sampling route beyond is
 # not what these experiments measure. Rounds and seeds: the upper ends still run in minutes on a CPU.
 _D_MAX = 18
@@ -99,10 +103,54 @@ class FiniteRegretConfig:
                                       help="learners; must include 'centroid'")
     cp_samples_per_dim: int = param(1000, 1, 10_000,
                                     help="cutting-plane samples per dimension. Deviation: notebook 10^4")
+    control: str = param("none", choices=CONTROLS,
+                         help="comparator arms (ons, ogd) replaced by a control: 'planted' = the centroid "
+                         "learner shown the feedback of a random half of the rounds; 'null' = the centroid "
+                         "learner on an independent w* and instance stream")
 
     def __post_init__(self) -> None:
         if "centroid" not in self.learners:
             raise ValueError(f"learners must include 'centroid', got {self.learners}")
+
+
+class _HalfFeedbackLearner:
+    """Planted control: a learner that sees the feedback of a known fraction of the rounds only.
+
+    Wrapping the centroid learner, it makes (in expectation) about ``1 / keep`` times as many wrong rounds:
+    every informative round it skips is repeated later. With ``keep = 1/2`` that is a ratio of ~2, below
+    the reference figures (ONS / ours: ~18 / ~5 wrong rounds in the prior work's run, regret 4.4 / 2.0 in
+    ours), so its power is a conservative one.
+    """
+
+    def __init__(self, inner: Learner, keep: float, rng: np.random.Generator):
+        self.inner, self.keep, self.rng = inner, keep, rng
+        self.d = inner.d
+        self.n_resets = 0  # the centroid learner (not robust) never resets
+
+    def recommend(self, feasible_set: FeasibleSet) -> np.ndarray:
+        return self.inner.recommend(feasible_set)
+
+    def observe(self, feasible_set: FeasibleSet, x_observed: np.ndarray) -> None:
+        if self.rng.random() < self.keep:
+            self.inner.observe(feasible_set, x_observed)
+
+
+#: planted control: fraction of rounds whose feedback the planted comparator sees
+_PLANTED_KEEP = 0.5
+
+
+def _log_ratio_low(a: list[float], b: list[float]) -> float:
+    """Lower end of the 95 % paired-t interval of the mean of log((1 + a) / (1 + b)) over seeds.
+
+    A comparison "a > b over seeds" passes when this is > 0: a one-sided test at 2.5 %, so that two arms of
+    one method (the null control) pass it in about 1 run in 40, while the earlier "ratio of means > 1"
+    passed about half of them. On the log scale one seed with a very large baseline regret (OGD on a
+    box-sum seed: the raw paired-t interval reached -56) does not swamp the others; the 1 keeps a run
+    with no regret (or no wrong round) finite.
+    """
+    la = np.log1p(np.asarray(a, dtype=float))
+    lb = np.log1p(np.asarray(b, dtype=float))
+    return paired_difference(la, lb).low
 
 
 @experiment(
@@ -110,10 +158,16 @@ class FiniteRegretConfig:
     claim="On M-convex action sets the centroid learner stops erring after at most ln(d!)/ln(e/(e-1)) "
     "wrong rounds (finite regret), with fewer wrong rounds and lower regret than ONS.",
     presets={
-        "quick": FiniteRegretConfig(learners=("centroid", "ons", "ogd")),
+        # 10 seeds (5 until issue 55): with 5, the paired comparison had power 0.6 on the planted control
+        "quick": FiniteRegretConfig(n_seeds=10, learners=("centroid", "ons", "ogd")),
         "full": FiniteRegretConfig(n_rounds=10_000, n_seeds=5, envs=("uniform", "box_sum", "graphic")),
         # smoke: the same code path in a few seconds (contract and CLI tests); its checks may fail.
         "smoke": FiniteRegretConfig(d=4, n_rounds=100, n_seeds=2, learners=("centroid", "ons", "ogd")),
+        # controls of the comparative checks (icml2026 controls): the quick configuration at 500 rounds (the
+        # centroid's wrong rounds end within ~200 at d = 10), comparators replaced as `control` says
+        "planted": FiniteRegretConfig(n_rounds=500, n_seeds=10, learners=("centroid", "ons", "ogd"),
+                                      control="planted"),
+        "null": FiniteRegretConfig(n_rounds=500, n_seeds=10, learners=("centroid", "ons", "ogd"), control="null"),
     },
 )
 def finite_regret(cfg: FiniteRegretConfig, rng: np.random.Generator) -> Outcome:
@@ -123,15 +177,25 @@ def finite_regret(cfg: FiniteRegretConfig, rng: np.random.Generator) -> Outcome:
     checks: list[Check] = []
     figures = {}
     rows = []
-    for env, env_rng in zip(cfg.envs, spawn(rng, len(cfg.envs)), strict=True):
+    w_stars: list[np.ndarray] = []
+    first_sets: list[FeasibleSet] = []
+    # the control streams are spawned from their own generator, so the method's runs are unchanged by them
+    env_rngs = spawn(rng, len(cfg.envs) + 1)
+    control_rng = env_rngs.pop()
+    for env, env_rng in zip(cfg.envs, env_rngs, strict=True):
         curves: dict[str, list[np.ndarray]] = {name: [] for name in cfg.learners}
         wrong: dict[str, list[int]] = {name: [] for name in cfg.learners}
         for seed_rng in track(spawn(env_rng, cfg.n_seeds), f"finite regret: {env} seeds", total=cfg.n_seeds):
             w_star = sample_w_star(cfg.d, seed_rng)
             instances = make_instances(env, cfg.d, cfg.n_rounds, seed_rng)
+            w_stars.append(w_star)
+            first_sets.append(instances[0])
             for name in cfg.learners:
-                learner = _make_learner(name, cfg.d, instances, cfg.cp_samples_per_dim * cfg.d, seed_rng)
-                trace = play(learner, w_star, instances)
+                if cfg.control != "none" and name in ("ons", "ogd"):
+                    trace = _control_trace(cfg, env, w_star, instances, control_rng)
+                else:
+                    learner = _make_learner(name, cfg.d, instances, cfg.cp_samples_per_dim * cfg.d, seed_rng)
+                    trace = play(learner, w_star, instances)
                 curves[name].append(trace.cumulative_regret)
                 wrong[name].append(trace.n_wrong)
         runs = {name: np.array(c) for name, c in curves.items()}
@@ -169,29 +233,49 @@ def finite_regret(cfg: FiniteRegretConfig, rng: np.random.Generator) -> Outcome:
                 paper=f"regret constant after the last wrong round (t={half}..{cfg.n_rounds})",
             )
         )
+        # Comparisons over seeds, paired (same w* and instances): the lower end of the 95 % paired-t interval
+        # of log((1 + baseline) / (1 + ours)) must be > 0. Deviation (issue 55): this replaced "ratio of means
+        # > 1", which two arms of one method pass about half the time; the ratios stay as metrics.
         for base in ("ons", "ogd"):
             if base in cfg.learners:
+                metrics[f"{env}_{base}_over_centroid_regret"] = _ratio(
+                    metrics[f"{env}_{base}_regret_mean"], metrics[f"{env}_centroid_regret_mean"])
                 checks.append(
                     Check(
-                        f"{env}_{base}_over_centroid_regret",
-                        _ratio(metrics[f"{env}_{base}_regret_mean"], metrics[f"{env}_centroid_regret_mean"]),
-                        "> 1",
+                        f"{env}_{base}_over_centroid_regret_log_low95",
+                        _log_ratio_low(list(runs[base][:, -1]), list(cen[:, -1])),
+                        "> 0",
                         paper="ours lower (O(d log d) vs O(d log T) / O(sqrt T))",
+                        comparative=True,
                     )
                 )
         if "ons" in cfg.learners:
+            metrics[f"{env}_ons_over_centroid_wrong"] = _ratio(
+                metrics[f"{env}_ons_wrong_mean"], metrics[f"{env}_centroid_wrong_mean"])
             checks.append(
                 Check(
-                    f"{env}_ons_over_centroid_wrong",
-                    _ratio(metrics[f"{env}_ons_wrong_mean"], metrics[f"{env}_centroid_wrong_mean"]),
-                    "> 1",
+                    f"{env}_ons_over_centroid_wrong_log_low95",
+                    _log_ratio_low([float(v) for v in wrong["ons"]], [float(v) for v in wrong["centroid"]]),
+                    "> 0",
                     paper="ours fewer (prior-work reference run: ~18 vs ~5)",
+                    comparative=True,
                 )
             )
         figures[f"regret_vs_t_{env}"] = _mean_curve_figure(
             f"{env}, d={cfg.d}: cumulative regret ({cfg.n_seeds} seeds, band = min..max)", runs, symlog=True
         )
+    checks.extend(regime_checks(w_stars, first_sets, control_rng, metrics))
     return Outcome(metrics=metrics, checks=checks, figures=figures, tables={"per_learner": rows})
+
+
+def _control_trace(
+    cfg: FiniteRegretConfig, env: str, w_star: np.ndarray, instances: list[FeasibleSet], rng: np.random.Generator
+) -> PlayTrace:
+    """A comparator arm of a control run (``cfg.control`` 'planted' or 'null'); see FiniteRegretConfig."""
+    if cfg.control == "planted":
+        return play(_HalfFeedbackLearner(CentroidLearner(cfg.d), _PLANTED_KEEP, rng), w_star, instances)
+    # null: the same method on an independent w* and instance stream of the same distribution
+    return play(CentroidLearner(cfg.d), sample_w_star(cfg.d, rng), make_instances(env, cfg.d, cfg.n_rounds, rng))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -219,11 +303,17 @@ def wrong_vs_d(cfg: WrongVsDConfig, rng: np.random.Generator) -> Outcome:
     names = ("centroid", "ons") if cfg.with_ons else ("centroid",)
     wrong = {name: np.zeros((len(cfg.dims), cfg.n_seeds)) for name in names}
     bounds = np.array([mistake_bound(d) for d in cfg.dims])
-    dims = list(zip(cfg.dims, spawn(rng, len(cfg.dims)), strict=True))
+    d_rngs = spawn(rng, len(cfg.dims) + 1)
+    regime_rng = d_rngs.pop()  # its own stream: the runs are those of the code before the preconditions
+    dims = list(zip(cfg.dims, d_rngs, strict=True))
+    w_stars: list[np.ndarray] = []
+    first_sets: list[FeasibleSet] = []
     for k, (d, d_rng) in enumerate(track(dims, "wrong vs d: d")):
         for s, seed_rng in enumerate(spawn(d_rng, cfg.n_seeds)):
             w_star = sample_w_star(d, seed_rng)
             instances = make_instances(cfg.env, d, cfg.n_rounds, seed_rng)
+            w_stars.append(w_star)
+            first_sets.append(instances[0])
             for name in names:
                 wrong[name][k, s] = play(
                     _make_learner(name, d, instances, 1, seed_rng), w_star, instances
@@ -265,6 +355,7 @@ def wrong_vs_d(cfg: WrongVsDConfig, rng: np.random.Generator) -> Outcome:
     checks = [
         Check("centroid_runs_over_bound", violations, "== 0", paper="wrong rounds <= ln(d!)/ln(e/(e-1))"),
         Check("centroid_worst_wrong_over_bound", worst_ratio, "<= 1", paper="<= 1"),
+        *regime_checks(w_stars, first_sets, regime_rng, metrics),
     ]
     return Outcome(metrics=metrics, checks=checks, figures={"wrong_vs_d": fig}, tables={"per_d": rows})
 
@@ -310,13 +401,19 @@ def corruption(cfg: CorruptionConfig, rng: np.random.Generator) -> Outcome:
         "cumulative regret (mean over seeds)",
         logx=True,
     )
-    levels = list(zip(cfg.corruptions, spawn(rng, len(cfg.corruptions)), strict=True))
+    c_rngs = spawn(rng, len(cfg.corruptions) + 1)
+    regime_rng = c_rngs.pop()  # its own stream: the runs are those of the code before the preconditions
+    levels = list(zip(cfg.corruptions, c_rngs, strict=True))
+    w_stars: list[np.ndarray] = []
+    first_sets: list[FeasibleSet] = []
     for c_val, c_rng in track(levels, "corruption levels"):
         bound = mistake_bound(cfg.d, c_val)
         traces: dict[str, list[PlayTrace]] = {n: [] for n in names}
         for seed_rng in spawn(c_rng, cfg.n_seeds):
             w_star = sample_w_star(cfg.d, seed_rng)
             instances = make_instances(cfg.env, cfg.d, cfg.n_rounds, seed_rng)
+            w_stars.append(w_star)
+            first_sets.append(instances[0])
             rounds = np.sort(seed_rng.choice(cfg.n_rounds, size=c_val, replace=False))
             for name in names:
                 learner = _make_learner(name, cfg.d, instances, 1, seed_rng)
@@ -366,6 +463,7 @@ def corruption(cfg: CorruptionConfig, rng: np.random.Generator) -> Outcome:
         )
     ax.set_yscale("symlog", linthresh=1.0)  # the non-robust learner's linear regret dwarfs the others
     ax.legend(fontsize=6, ncol=1)
+    checks.extend(regime_checks(w_stars, first_sets, regime_rng, metrics))
     return Outcome(
         metrics=metrics, checks=checks, figures={"regret_under_corruption": fig}, tables={"per_C": rows}
     )
@@ -399,13 +497,19 @@ def gap_sweep(cfg: GapSweepConfig, rng: np.random.Generator) -> Outcome:
     wrong = {n: np.zeros((len(cfg.deltas), cfg.n_seeds)) for n in names}
     regret = {n: np.zeros((len(cfg.deltas), cfg.n_seeds)) for n in names}
     gaps = np.zeros((len(cfg.deltas), cfg.n_seeds))
-    for s, seed_rng in enumerate(track(spawn(rng, cfg.n_seeds), "gap sweep seeds", total=cfg.n_seeds)):
+    seed_rngs = spawn(rng, cfg.n_seeds + 1)
+    regime_rng = seed_rngs.pop()  # its own stream: the runs are those of the code before the preconditions
+    w_stars: list[np.ndarray] = []
+    first_sets: list[FeasibleSet] = []
+    for s, seed_rng in enumerate(track(seed_rngs, "gap sweep seeds", total=cfg.n_seeds)):
         instances = make_instances(cfg.env, cfg.d, cfg.n_rounds, seed_rng)
+        first_sets.append(instances[0])
         w_seed = int(seed_rng.integers(2**32))
         for k, delta in enumerate(cfg.deltas):
             # Same instances and the same order of w*'s coordinates for every delta; only the gaps change.
             w_star = w_star_with_gap(cfg.d, float(delta), np.random.default_rng(w_seed))
             gaps[k, s] = min_coordinate_gap(w_star)
+            w_stars.append(w_star)
             for name in names:
                 tr = play(_make_learner(name, cfg.d, instances, 1, seed_rng), w_star, instances)
                 wrong[name][k, s] = tr.n_wrong
@@ -440,6 +544,7 @@ def gap_sweep(cfg: GapSweepConfig, rng: np.random.Generator) -> Outcome:
     # every delta with the same order of w*; this spread measures that (0 = gap-invariant).
     metrics["ons_wrong_spread_over_delta"] = float(np.ptp(wrong["ons"], axis=0).max())
     metrics["centroid_wrong_spread_over_delta"] = float(np.ptp(wrong["centroid"], axis=0).max())
+    checks.extend(regime_checks(w_stars, first_sets, regime_rng, metrics))
     xs = np.array(cfg.deltas, dtype=float)
     fig, ax = new_figure(
         f"gap sweep ({cfg.env}, d={cfg.d}, T={cfg.n_rounds})",
@@ -482,7 +587,8 @@ class SegmentConfig:
     claim="On the official notebook's two-point segment environment ONS's regret grows logarithmically in T "
     "and stays below OGD's (baseline sanity check).",
     presets={
-        "quick": SegmentConfig(n_trials=3, learners=("ons", "ogd")),
+        # 10 trials (the notebook's count; 3 until issue 55): with 3, seed 1 gave a growth ratio of 2.63
+        "quick": SegmentConfig(n_trials=10, learners=("ons", "ogd")),
         "full": SegmentConfig(n_trials=10),
         "smoke": SegmentConfig(n_rounds=500, n_trials=2, learners=("ons", "ogd")),
     },
@@ -510,15 +616,23 @@ def notebook_segment(cfg: SegmentConfig, rng: np.random.Generator) -> Outcome:
         metrics[f"{name}_growth_T_over_T10"] = float(
             runs[name][:, t_end - 1].mean() / max(runs[name][:, t_tenth - 1].mean(), 1e-12)
         )
+    metrics["ons_regret_at_T10_mean"] = float(runs["ons"][:, t_tenth - 1].mean())
     checks = [
+        # Deviation (issue 55): a control (shown, not counted) since issue 55. The notebook's own effect (ONS
+        # 7.81 vs OGD 8.46, a ratio of 0.92) is far inside the trial spread (our sd 4.3 / 6.2 over 10
+        # trials), so no run of 3-10 trials can decide it with power 0.8; it is a prior work's figure, not a
+        # claim of this paper, and was a check "< 1" on the ratio of means until then.
         Check(
             "ons_over_ogd_regret",
             _ratio(metrics["ons_regret_mean"], metrics["ogd_regret_mean"]),
             "< 1",
             paper="ONS 7.81 vs OGD 8.46 (notebook, 10 trials)",
+            role="control",
         ),
         # log growth from T/10 to T gives ln(T)/ln(T/10) = 1.33 at T = 10^4; sqrt growth would give 3.16.
         Check("ons_growth_T_over_T10", metrics["ons_growth_T_over_T10"], "< 2", paper="O(d log T)"),
+        # the growth ratio is only defined when ONS has erred by T/10 (else it is x / 1e-12)
+        Check("ons_regret_at_T10_mean", metrics["ons_regret_at_T10_mean"], "> 0", role="precondition"),
     ]
     fig = _mean_curve_figure(f"notebook segment, n={cfg.n} ({cfg.n_trials} trials)", runs)
     return Outcome(metrics=metrics, checks=checks, figures={"segment_regret": fig})
@@ -568,9 +682,15 @@ def lower_bound(cfg: LowerBoundConfig, rng: np.random.Generator) -> Outcome:
     adaptive_pair_wrong = {n: np.zeros((n_d, cfg.n_seeds)) for n in names}
     regret = {n: np.zeros((n_d, cfg.n_seeds)) for n in names}
     n_pairs = np.array([d // 2 for d in cfg.dims], dtype=float)
-    for k, (d, d_rng) in enumerate(track(list(zip(cfg.dims, spawn(rng, n_d), strict=True)), "lower bound: d")):
+    d_rngs = spawn(rng, n_d + 1)
+    regime_rng = d_rngs.pop()  # its own stream: the runs are those of the code before the preconditions
+    w_stars: list[np.ndarray] = []
+    sampled_sets: list[FeasibleSet] = []
+    for k, (d, d_rng) in enumerate(track(list(zip(cfg.dims, d_rngs, strict=True)), "lower bound: d")):
         for s, seed_rng in enumerate(spawn(d_rng, cfg.n_seeds)):
             inst = lower_bound_instance(d, cfg.n_tail, cfg.env, seed_rng)
+            w_stars.append(inst.w_star)
+            sampled_sets.extend([inst.instances[0], inst.instances[-1]])  # a pair round and a tail round
             m = inst.n_pairs
             learner_rngs = spawn(seed_rng, 2 * len(names))
             for j, name in enumerate(names):
@@ -630,6 +750,7 @@ def lower_bound(cfg: LowerBoundConfig, rng: np.random.Generator) -> Outcome:
         Check("centroid_runs_over_upper_bound", violations, "== 0",
               paper="wrong rounds <= ln(d!)/ln(e/(e-1)) = O(d log d), within a log factor of Omega(d)")
     )
+    checks.extend(regime_checks(w_stars, sampled_sets, regime_rng, metrics))
     fig, ax = new_figure(
         f"pair family + {cfg.n_tail} {cfg.env} rounds: wrong rounds ({cfg.n_seeds} seeds)",
         "dimension d",
