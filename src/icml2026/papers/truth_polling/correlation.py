@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icml2026.core import stats
 from icml2026.core.validate import as_array, as_labels, as_probabilities, finite_number, positive_int
 
 __all__ = [
@@ -94,44 +95,23 @@ def error_overlap(correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def auroc(scores: np.ndarray, labels: np.ndarray) -> float:
-    """Area under the ROC curve (Mann-Whitney U with mid-ranks for ties); NaN if one class is empty."""
+    """Area under the ROC curve of ``scores`` for 0/1 ``labels``; NaN if one class is empty.
+
+    A thin wrapper of :func:`icml2026.core.stats.auroc` (scikit-learn; ties count one half, as the
+    Mann-Whitney statistic with mid-ranks that this function computed before).
+    """
     s = as_array(scores, "scores", ndim=1)
-    y = as_labels(labels, "labels", binary=True).astype(bool)
+    y = as_labels(labels, "labels", binary=True)
     _same_len(scores=s, labels=y)
-    n_pos, n_neg = int(y.sum()), int((~y).sum())
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    order = np.argsort(s, kind="mergesort")
-    ranks = np.empty(len(s))
-    sorted_s = s[order]
-    i = 0
-    while i < len(s):
-        j = i
-        while j + 1 < len(s) and sorted_s[j + 1] == sorted_s[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+    return stats.auroc(s, y)
 
 
 def expected_calibration_error(conf: np.ndarray, correct: np.ndarray, n_bins: int = 10) -> float:
-    """ECE with equal-width bins on [0, 1]: sum_b (n_b / n) |acc_b - conf_b|.
+    """ECE with equal-width bins on [0, 1]: sum_b (n_b / n) |acc_b - conf_b|, a confidence of 1 in the last bin.
 
+    A thin wrapper of :func:`icml2026.core.stats.expected_calibration_error` (mass weighting).
     conf : confidences in [0, 1], any shape; correct : 0/1 (or bool) of the same shape."""
-    n_bins = positive_int(n_bins, "n_bins", maximum=10_000)
-    c = as_probabilities(conf, "conf")
-    y_arr = np.asarray(correct)
-    if y_arr.shape != c.shape:
-        raise ValueError(f"correct: shape {y_arr.shape} differs from conf's shape {c.shape}")
-    y = as_labels(y_arr.ravel(), "correct", binary=True).astype(float)
-    c = c.ravel()
-    bins = np.minimum((c * n_bins).astype(int), n_bins - 1)
-    ece = 0.0
-    for b in range(n_bins):
-        sel = bins == b
-        if sel.any():
-            ece += sel.mean() * abs(y[sel].mean() - c[sel].mean())
-    return float(ece)
+    return stats.expected_calibration_error(conf, correct, n_bins, weighting="mass", one_in_last_bin=True)
 
 
 def mutual_information(x: np.ndarray, y: np.ndarray) -> float:
@@ -162,22 +142,20 @@ def bootstrap_ci(
     rng: np.random.Generator,
     n_boot: int = 1000,
     level: float = 0.95,
-    stat: Callable[[np.ndarray], float] = np.mean,
+    stat: Callable[..., np.ndarray] = np.mean,
 ) -> tuple[float, float, float]:
-    """(estimate, low, high): percentile bootstrap over the first axis; NaNs for no values."""
+    """(estimate, low, high): percentile bootstrap over the first axis; NaNs for no values.
+
+    A thin wrapper of :func:`icml2026.core.stats.bootstrap_ci` (``scipy.stats.bootstrap``); ``stat`` must
+    reduce along an ``axis`` keyword, as numpy's reductions do.
+    """
     n_boot = positive_int(n_boot, "n_boot")
     finite_number(level, "level", lo=0, hi=1, lo_open=True, hi_open=True)
     v = np.asarray(values)
-    if v.ndim == 0:
-        raise ValueError("values: expected an array with a first axis, got a scalar")
     if v.dtype.kind in "fc" and not np.all(np.isfinite(v)):
         raise ValueError("values: contains NaN or inf")
-    if len(v) == 0:
-        return float("nan"), float("nan"), float("nan")
-    idx = rng.integers(0, len(v), size=(n_boot, len(v)))
-    boots = np.array([stat(v[i]) for i in idx])
-    lo, hi = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
-    return float(stat(v)), float(lo), float(hi)
+    ci = stats.bootstrap_ci(v, rng, statistic=stat, n_resamples=n_boot, level=float(level), method="percentile")
+    return ci.estimate, ci.low, ci.high
 
 
 @dataclass

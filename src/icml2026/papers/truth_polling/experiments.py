@@ -110,6 +110,11 @@ class SimulatorConfig:
         "smoke": SimulatorConfig(n_questions=200, large_k=101),
         "quick": SimulatorConfig(n_questions=2000, large_k=1001),
         "full": SimulatorConfig(),
+        # controls: the brief's two regimes are the planted effects (planted = quick); the null exchanges them,
+        # so that each check sees the regime in which its effect is absent
+        "planted": SimulatorConfig(n_questions=2000, large_k=1001),
+        "null": SimulatorConfig(n_questions=2000, large_k=1001, independent=(0.0, 3.0, 0.3, 0.8),
+                                correlated=(0.4, 0.0, 0.3, 0.0)),
     },
 )
 def simulator(cfg: SimulatorConfig, rng: np.random.Generator) -> Outcome:
@@ -166,22 +171,27 @@ def simulator(cfg: SimulatorConfig, rng: np.random.Generator) -> Outcome:
     ratio = metrics["correlated_both_wrong_agree"] / chance
     metrics["correlated_both_wrong_ratio"] = ratio
     checks = [
-        Check(
-            "independent_gain_25x",
-            metrics["independent_gain"],
-            ">= 0.30",
-        ),
+        Check("independent_gain_25x", metrics["independent_gain"], ">= 0.30", comparative=True),
         Check(
             "correlated_abs_gain_25x",
             abs(metrics["correlated_gain"]),
             "<= 0.03",
             paper="no consistent gain from polling (abstract)",
+            comparative=True,
         ),
-        Check("correlated_both_wrong_over_chance", ratio, ">= 2.0", paper="errors strongly correlated (abstract)"),
-        Check("independent_exact_self_err", metrics["independent_self_exact_err"], "<= 0.01"),
-        Check("correlated_exact_self_err", metrics["correlated_self_exact_err"], "<= 0.01"),
-        Check("independent_limit_err", metrics["independent_limit_err"], "<= 0.01"),
-        Check("correlated_limit_err", metrics["correlated_limit_err"], "<= 0.01"),
+        Check(
+            "correlated_both_wrong_over_chance",
+            ratio,
+            ">= 2.0",
+            paper="errors strongly correlated (abstract)",
+            comparative=True,
+        ),
+        # Preconditions: the sampled polls follow the generative model (simulation equals the closed forms
+        # within 0.01, the brief's tolerance), so that the gains above are the model's and not the sampler's.
+        Check("independent_exact_self_err", metrics["independent_self_exact_err"], "<= 0.01", role="precondition"),
+        Check("correlated_exact_self_err", metrics["correlated_self_exact_err"], "<= 0.01", role="precondition"),
+        Check("independent_limit_err", metrics["independent_limit_err"], "<= 0.01", role="precondition"),
+        Check("correlated_limit_err", metrics["correlated_limit_err"], "<= 0.01", role="precondition"),
     ]
     return Outcome(metrics=metrics, checks=checks, figures={"simulator_accuracy_vs_compute": fig})
 
@@ -454,7 +464,11 @@ def facts(cfg: FactsConfig, rng: np.random.Generator) -> Outcome:
             comparative=True,
         ),
         Check(
-            "myth_confidence_weighted_gain", metrics["myth_confidence_gain"], "in [-0.02, 0.02]", paper="C5: no help", comparative=True
+            "myth_confidence_weighted_gain",
+            metrics["myth_confidence_gain"],
+            "in [-0.02, 0.02]",
+            paper="C5: no help",
+            comparative=True,
         ),
     ]
     return Outcome(
@@ -482,6 +496,9 @@ class ArithmeticConfig:
     cnn_epochs: int = param(8, 1, 500, help="character CNN epochs")
     knn_k: int = param(5, 1, 1000, help="neighbours of the count model")
     smoothing: float = param(0.1, 0, 100, lo_open=True, help="add-alpha of the count model")
+    control: Literal["none", "planted", "null"] = param(
+        "none", help="none: train the families; planted / null: planted distributions, exact / accept-all verifier"
+    )
 
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
 
@@ -502,6 +519,12 @@ class ArithmeticConfig:
             raise ValueError(f"d_model = {self.d_model}: must be a multiple of 4 (the transformer's 4 heads)")
 
 
+#: Planted probability of the true sum per sample: one sample is right 2 % of the time and 25 filtered samples
+#: 1 - 0.98^25 = 40 %, a verified gain of 0.38, the gain our full preset's trained families show (0.375); the
+#: paper's own pass@k numbers were not recovered.
+PLANTED_P_GOLD = 0.02
+
+
 @experiment(
     "truth_polling.arithmetic",
     claim="In a verified domain (2-digit sums with an exact checker) 25 samples filtered by the verifier "
@@ -510,6 +533,10 @@ class ArithmeticConfig:
     presets={
         "smoke": ArithmeticConfig(n_test=20, high=29, n_samples=10, lm_steps=10, cnn_epochs=2),
         "quick": ArithmeticConfig(n_test=100, high=49, lm_steps=150),
+        # controls: the quick sums, answer distributions planted (probability PLANTED_P_GOLD on the true sum);
+        # planted keeps the exact verifier, null replaces it by one that accepts every answer
+        "planted": ArithmeticConfig(n_test=100, high=49, control="planted"),
+        "null": ArithmeticConfig(n_test=100, high=49, control="null"),
         "full": ArithmeticConfig(),
     },
 )
@@ -518,12 +545,20 @@ def arithmetic(cfg: ArithmeticConfig, rng: np.random.Generator) -> Outcome:
     task = make_arithmetic(cfg.n_test, rng, train_frac=cfg.train_frac, low=cfg.low, high=cfg.high)
     n_m = len(cfg.families)
     corpora = [subsample_lines(task.train, cfg.keep, rng) for _ in range(n_m)]
-    probs = _train_families(corpora, task.questions, task.options, _family(cfg, device), cfg.families, rng)
+    if cfg.control == "none":
+        probs = _train_families(corpora, task.questions, task.options, _family(cfg, device), cfg.families, rng)
+    else:  # the controls plant the answer distributions instead of training (planted.py)
+        probs = planted_sum_probs(task.gold, len(task.options), n_m, PLANTED_P_GOLD, rng)
     ans = sample_answers(probs, cfg.n_samples, rng)
     gold = task.gold
 
     def verifier(q: int, code: int) -> bool:
-        return task.check(q, task.options[code])
+        # null control: a verifier that accepts every answer, so that verifier_filter is plain plurality
+        return True if cfg.control == "null" else task.check(q, task.options[code])
+
+    # Precondition (oracle): the exact checker accepts the true sum of every test question and nothing else.
+    oracle_ok = np.array([[task.check(q, o) == (c == gold[q]) for c, o in enumerate(task.options)]
+                          for q in range(len(gold))])
 
     ks = list(range(1, cfg.n_samples + 1))
     vf = [
@@ -547,17 +582,28 @@ def arithmetic(cfg: ArithmeticConfig, rng: np.random.Generator) -> Outcome:
         "majority_self_25": sc[-1],
         "majority_cross_25": cross,
         "verified_gain": float(vf_mean[-1]) - single,
+        "checker_exact_fraction": float(oracle_ok.mean()),
+        # expected one-sample accuracy (no sampling noise): the families' mean probability on the true sum
+        "mean_p_gold": float(np.take_along_axis(probs, gold[None, :, None], 2).mean()),
+        "chance": 1.0 / len(task.options),
     }
+    metrics["mean_p_gold_over_chance"] = metrics["mean_p_gold"] / metrics["chance"]
     for m, name in enumerate(cfg.families):
         metrics[f"{name}_single"] = float(np.mean(ans[m, 0] == gold))
         metrics[f"{name}_verifier_filter_25"] = vf[m][-1]
     checks = [
+        Check("checker_exact_fraction", metrics["checker_exact_fraction"], "== 1", role="precondition"),
+        # the families learned some arithmetic: 1.5x the uniform guess, halfway from an untrained family (1x;
+        # with 79 options even it would pass the verified-gain claim: 1 - (78/79)^25 = 0.27) to the trained
+        # ones (quick seeds 0-3: 2.23-2.80x, seen before this target was set)
+        Check("mean_p_gold_over_chance", metrics["mean_p_gold_over_chance"], ">= 1.5", role="precondition"),
         Check(
             "verifier_filter25_minus_single",
             metrics["verified_gain"],
             ">= 0.15",
             paper="pass@k helps with a verifier (C6)",
-        )
+            comparative=True,
+        ),
     ]
     rows = [
         {
@@ -694,12 +740,13 @@ def random_strings(cfg: RandomStringsConfig, rng: np.random.Generator) -> Outcom
             paper="different models produce correlated outputs (abstract)",
         ),
         Check("control_agreement_over_independence", metrics["control_over_independence"], "in [0.833, 1.2]"),
-        # The probe must reach every family: before the probes were written one symbol per word, the
-        # word-level families saw <unk> for every probe and this s.d. was <= 8e-15.
+        # Precondition: the probe reaches every family (before the probes were written one symbol per word,
+        # the word-level families saw <unk> for every probe and this s.d. was <= 8e-15).
         Check(
             "min_family_output_sd_across_probes",
             min(metrics["same_min_family_output_sd"], metrics["control_min_family_output_sd"]),
             "> 0.001",
+            role="precondition",
         ),
     ]
     return Outcome(metrics=metrics, checks=checks, figures={"random_strings_agreement": fig})

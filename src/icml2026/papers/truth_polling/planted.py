@@ -37,13 +37,14 @@ def planted_fact_probs(
     n_models: int,
     control: Control,
     rng: np.random.Generator,
-    smoothing: tuple[float, float] = (0.2, 0.4),
+    smoothing: tuple[float, float] = (0.05, 0.35),
 ) -> np.ndarray:
     """(m, q, V) answer distributions of ``n_models`` ideal learners of the facts corpus.
 
     Each model is the corpus's own answer frequencies mixed with the uniform distribution, with a mixing
-    weight drawn per model from ``smoothing`` (the trained families put 0.52-0.73 of their probability on a
-    myth whose corpus frequency is 0.75, i.e. weights of about 0.05-0.35).
+    weight drawn per model from ``smoothing``: the trained families put 0.52-0.73 of their probability on a
+    myth whose corpus frequency is 0.75, i.e. weights of about 0.03-0.35. (A first range, 0.2-0.4, made
+    weaker misconceptions than the trained families' and gave the C5 check a power of 0.80; see the card.)
 
     ``planted``: the corpus as built: a myth fact's three false lines name one popular wrong value shared by
     every model (the brief's 3:1 misconception, C1/C3/C5). ``null``: the same amount of false mass on a myth
