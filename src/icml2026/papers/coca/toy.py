@@ -328,6 +328,14 @@ def run_toy(cfg: ToyConfig, rng: np.random.Generator) -> ToyResult:
     # control 1: the same architecture, untrained (random init): what the probe reads from the input alone
     untrained = build_tiny_causal_lm(mcfg, tok, torch_generator(control_rng)).to(device)
     probe(untrained, "slot", "probe_control_untrained")
+    # control 1b (precondition of the probe claims, issue 55): the probe finds a concept that is linearly
+    # there by construction: the untrained slot activations plus a random unit direction times (2 y - 1)
+    # times the activations' mean per-coordinate sd (a 2-sd class separation along one direction)
+    acts = np.asarray(collect_activations(untrained, inputs["slot"], cfg.layer, [-1] * len(reqs)))
+    u = control_rng.standard_normal(acts.shape[1])
+    planted = acts + np.outer(2 * y - 1, u / np.linalg.norm(u)) * float(acts.std(axis=0).mean())
+    metrics["probe_planted"] = _probe_all(planted, y, tr_idx, te_idx, "p", control_rng, full=False,
+                                          device=device)["p_linear"]
     probe(untrained, "prompt", "probe_control_untrained_prompt")
     del untrained
 
