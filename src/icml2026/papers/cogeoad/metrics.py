@@ -5,7 +5,8 @@ object's defect points in a k-NN graph (k = 8, edges no longer than 2.5x the med
 not image regions. For a threshold t, PRO(t) is the mean over all regions of the fraction of the region's
 points scoring >= t, FPR(t) the fraction of all normal points (pooled over objects) scoring >= t; AUPRO is
 the area under PRO(FPR) for FPR in [0, fpr_limit], divided by fpr_limit (so 1.0 is perfect, ~fpr_limit/2
-is chance). P-AUROC pools all points of all test objects.
+is chance). P-AUROC pools all points of all test objects. I-AUROC, P-AUROC and AP are computed by
+:mod:`icml2026.core.stats` (scikit-learn's ``roc_auc_score`` and ``average_precision_score``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from icml2026.core import stats
 from icml2026.core.validate import as_array, as_labels
 
 __all__ = ["image_auroc", "average_precision", "point_auroc", "aupro", "defect_regions"]
@@ -31,18 +33,14 @@ def _binary_scores(labels: object, scores: object) -> tuple[np.ndarray, np.ndarr
 
 def image_auroc(labels: object, scores: object) -> float:
     """Object-level AUROC (I-AUROC)."""
-    from sklearn.metrics import roc_auc_score
-
     y, s = _binary_scores(labels, scores)
-    return float(roc_auc_score(y, s))
+    return stats.auroc(s, y, one_class="raise")
 
 
 def average_precision(labels: object, scores: object) -> float:
     """Object-level average precision (AP)."""
-    from sklearn.metrics import average_precision_score
-
     y, s = _binary_scores(labels, scores)
-    return float(average_precision_score(y, s))
+    return stats.auprc(s, y)
 
 
 def _pooled(labels: Sequence[np.ndarray], scores: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
@@ -41,50 +43,68 @@ def _sharpen(p: np.ndarray, temperature: float) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-temperature * np.log(q / (1 - q))))
 
 
+def _percentile_interval(strata: list[np.ndarray], statistic: Callable[..., float], n_boot: int,
+                         rng: np.random.Generator, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``statistic(*index_arrays)``, each stratum's index array resampled
+    with replacement on its own (``scipy.stats.bootstrap``, one sample per stratum, ``paired=False``).
+
+    ``statistic`` returns NaN on a resample where it is undefined (one class only, a ratio's denominator
+    <= 0): such resamples are left out of the interval, as before the move to scipy, and with fewer than
+    10 defined resamples the interval is NaN (which fails its check).
+    """
+    from scipy.stats import DegenerateDataWarning, bootstrap
+
+    if min(len(s) for s in strata) < 2:  # scipy needs two items a sample; one item is one class anyway
+        return float("nan"), float("nan")
+    with warnings.catch_warnings():
+        # scipy warns that its own interval is NaN when a resample is undefined; those are dropped below
+        warnings.simplefilter("ignore", DegenerateDataWarning)
+        res = bootstrap(tuple(strata), statistic, n_resamples=n_boot, paired=False, vectorized=False,
+                        method="percentile", confidence_level=level, rng=rng)
+    dist = np.asarray(res.bootstrap_distribution, dtype=np.float64)
+    dist = dist[np.isfinite(dist)]
+    if dist.size < 10:
+        return float("nan"), float("nan")
+    a = (1 - level) / 2
+    lo, hi = np.quantile(dist, [a, 1 - a])  # linear interpolation, as scipy's own percentile interval
+    return float(lo), float(hi)
+
+
 def _bootstrap_diff(a: np.ndarray, b: np.ndarray, y: np.ndarray, groups: np.ndarray, n_boot: int,
                     rng: np.random.Generator) -> tuple[float, float]:
     """95% percentile interval of mean_g [AUROC(a) - AUROC(b)] over targets g, resampling eval items
     within each target; resamples with one class are skipped."""
-    diffs = []
-    uniq = np.unique(groups)
-    idx_by = [np.flatnonzero(groups == g) for g in uniq]
-    for _ in range(n_boot):
+    strata = [np.flatnonzero(groups == g) for g in np.unique(groups)]
+
+    def mean_diff(*idx: np.ndarray) -> float:
         per = []
-        for idx in idx_by:
-            s = rng.choice(idx, size=idx.size, replace=True)
+        for s in idx:
             if y[s].min() == y[s].max():
-                break
+                return float("nan")
             per.append(auroc(a[s], y[s]) - auroc(b[s], y[s]))
-        else:
-            diffs.append(float(np.mean(per)))
-    if len(diffs) < 10:
-        return float("nan"), float("nan")
-    lo, hi = np.percentile(diffs, [2.5, 97.5])
-    return float(lo), float(hi)
+        return float(np.mean(per))
+
+    return _percentile_interval(strata, mean_diff, n_boot, rng)
 
 
 def _ratio_ci_high(inputs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray] | None], n_boot: int,
                    rng: np.random.Generator) -> float:
     """97.5th percentile of gap(bare) / gap(phrased) over bootstrap resamples, gap = AUROC(answerful) -
-    AUROC(answerless) on the same resampled eval items; NaN when a condition is missing or too few resamples
-    are defined (one class, or a phrased gap <= 0)."""
-    if inputs.get("bare") is None or inputs.get("phrased") is None:
+    AUROC(answerless) on the same resampled eval items (each condition's items resampled on their own);
+    NaN when a condition is missing or too few resamples are defined (one class, or a phrased gap <= 0)."""
+    bare, phrased = inputs.get("bare"), inputs.get("phrased")
+    if bare is None or phrased is None:
         return float("nan")
-    ratios = []
-    for _ in range(n_boot):
+
+    def ratio(s_bare: np.ndarray, s_phrased: np.ndarray) -> float:
         gaps = []
-        for tag in ("bare", "phrased"):
-            p_af, p_al, y = inputs[tag]  # type: ignore[misc]
-            s = rng.integers(0, y.size, y.size)
+        for (p_af, p_al, y), s in ((bare, s_bare), (phrased, s_phrased)):
             if y[s].min() == y[s].max():
-                break
+                return float("nan")
             gaps.append(auroc(p_af[s], y[s]) - auroc(p_al[s], y[s]))
-        else:
-            if gaps[1] > 0:
-                ratios.append(gaps[0] / gaps[1])
-    if len(ratios) < 10:
-        return float("nan")
-    return float(np.percentile(ratios, 97.5))
+        return gaps[0] / gaps[1] if gaps[1] > 0 else float("nan")
+
+    return _percentile_interval([np.arange(bare[2].size), np.arange(phrased[2].size)], ratio, n_boot, rng)[1]
 
 
 # --------------------------------------------------------------------------- criterion 1: metrics

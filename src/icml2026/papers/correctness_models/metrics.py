@@ -8,9 +8,11 @@ the predicted class is ``1`` when ``p > 0.5`` (``argmax([1 - p, p])``, ties go t
 =====================  =============================================================================
 ``expected_calibration_error``  30 equal-width bins on [0, 1], ``sum_b (n_b / n) |acc_b - conf_b|``;
                                 a value equal to a bin's upper edge falls in the next bin (numpy.digitize),
-                                so p = 1 has a bin of its own, as in the official code.
+                                so p = 1 has a bin of its own, as in the official code (computed by
+                                :func:`icml2026.core.stats.expected_calibration_error`).
 ``rms_calibration_error``       equal-mass bins of ``points_per_bin`` points (``n // points_per_bin``
                                 bins) on the top-label confidence, L2 norm.
+``auroc``                       :func:`icml2026.core.stats.auroc` (scikit-learn), one class raises.
 ``aurc`` / ``risk_coverage``    sort by confidence (descending, stable), risk(k) = error rate among the
                                 top k; AURC = mean_k risk(k).
 =====================  =============================================================================
@@ -23,6 +25,7 @@ from typing import Literal
 
 import numpy as np
 
+from icml2026.core import stats
 from icml2026.core.validate import as_labels, as_probabilities, positive_int, same_length
 
 __all__ = [
@@ -44,13 +47,6 @@ def _binary_inputs(probs: object, labels: object, probs_name: str = "probs") -> 
     y = as_labels(labels, "labels", binary=True)
     same_length(**{probs_name: p, "labels": y})
     return p, y
-
-
-def _top_label(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Top-label confidence and correctness of a binary prediction (argmax of [1 - p, p]; ties -> 0)."""
-    pred = (p > 0.5).astype(np.int64)
-    conf = np.where(pred == 1, p, 1.0 - p)
-    return conf, (pred == y).astype(np.float64)
 
 
 def _binned_error(conf: np.ndarray, hit: np.ndarray, upper_edges: np.ndarray, n_bins: int) -> np.ndarray:
@@ -83,13 +79,14 @@ def expected_calibration_error(
     p, y = _binary_inputs(probs, labels)
     n_bins = positive_int(n_bins, "n_bins", maximum=10**6)
     if variant == "top_label":
-        conf, hit = _top_label(p, y)
+        conf, hit = stats.top_label(p, y)
     elif variant == "positive":
         conf, hit = p, y.astype(np.float64)
     else:
         raise ValueError(f"variant: must be 'top_label' or 'positive', got {variant!r}")
-    upper = np.linspace(0.0, 1.0, n_bins + 1)[1:]
-    return float(np.sum(np.abs(_binned_error(conf, hit, upper, n_bins))))
+    # floor(conf * n_bins), with conf = 1 in a bin of its own: the bins numpy.digitize gives on the
+    # official upper edges linspace(0, 1, n_bins + 1)[1:]
+    return stats.expected_calibration_error(conf, hit, n_bins, one_in_last_bin=False)
 
 
 def rms_calibration_error(
@@ -107,7 +104,7 @@ def rms_calibration_error(
     """
     p, y = _binary_inputs(probs, labels)
     points_per_bin = positive_int(points_per_bin, "points_per_bin", maximum=10**9)
-    conf, hit = _top_label(p, y)
+    conf, hit = stats.top_label(p, y)
     n_bins = max(1, conf.size // points_per_bin)
     edge_idx = np.minimum(np.round(np.linspace(0, conf.size, n_bins, endpoint=False)).astype(int), conf.size - 1)
     upper = np.sort(conf)[edge_idx][1:]
@@ -135,17 +132,13 @@ def reliability_bins(probs: object, labels: object, n_bins: int = 10) -> tuple[n
 
 
 def auroc(probs: object, labels: object) -> float:
-    """Area under the ROC curve of p(yes) against the labels (``sklearn.metrics.roc_auc_score``).
+    """Area under the ROC curve of p(yes) against the labels (:func:`icml2026.core.stats.auroc`).
 
     Raises ValueError when the labels hold one class only (AUROC is undefined there; the official code
     catches sklearn's error and reports no value).
     """
-    from sklearn.metrics import roc_auc_score
-
     p, y = _binary_inputs(probs, labels)
-    if y.min() == y.max():
-        raise ValueError(f"labels: AUROC is undefined when every label is {int(y[0])} (one class only)")
-    return float(roc_auc_score(y, p))
+    return stats.auroc(p, y, one_class="raise")
 
 
 def brier_score(probs: object, labels: object) -> float:

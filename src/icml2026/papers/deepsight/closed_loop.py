@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from icml2026.core import stats
 from icml2026.core.progress import track
 from icml2026.core.validate import finite_number, positive_int
 
@@ -194,10 +195,10 @@ def closed_loop(
 def bootstrap_ci(
     x: np.ndarray, rng: np.random.Generator, n_boot: int = 1000, level: float = 0.95
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of ``x``."""
+    """Percentile bootstrap interval of the mean of ``x`` (:func:`icml2026.core.stats.bootstrap_ci`, i.e.
+    ``scipy.stats.bootstrap`` with ``n_boot`` resamples)."""
     x = np.asarray(x, float)
     if x.size == 0:
         raise ValueError("x: empty")
-    means = x[rng.integers(0, x.size, (n_boot, x.size))].mean(1)
-    a = (1 - level) / 2
-    return float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
+    ci = stats.bootstrap_ci(x, rng, n_resamples=n_boot, level=level, method="percentile")
+    return ci.low, ci.high

@@ -1,7 +1,7 @@
 """Denial-of-Efficiency metrics (brief Sec. 4): Delta steps, cap-hit rate, Delta tokens, accuracy, fidelity.
 
 Each is computed from paired trajectories (clean ``x`` and attacked ``x'`` of the same task); intervals
-are percentile bootstraps over tasks.
+are percentile bootstraps over tasks (:func:`icml2026.core.stats.bootstrap_ci`, i.e. ``scipy.stats.bootstrap``).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icml2026.core import stats
 from icml2026.core.validate import as_array, positive_int
 
 from .agent import Trajectory
@@ -20,17 +21,16 @@ __all__ = ["PairedMetrics", "bootstrap_ci", "is_correct", "paired_metrics"]
 
 def bootstrap_ci(values: Sequence[float] | np.ndarray, rng: np.random.Generator, n_boot: int = 1000,
                  level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of ``values``."""
+    """Percentile bootstrap interval of the mean of ``values`` (:func:`icml2026.core.stats.bootstrap_ci`,
+    i.e. ``scipy.stats.bootstrap`` with ``n_boot`` resamples)."""
     v = as_array(values, "values", ndim=1)
     if v.size == 0:
         raise ValueError("values must be non-empty")
     n_boot = positive_int(n_boot, "n_boot", maximum=10**6)
     if not (0 < level < 1):
         raise ValueError(f"level must be in (0, 1), got {level!r}")
-    idx = rng.integers(0, v.size, size=(n_boot, v.size))
-    means = v[idx].mean(axis=1)
-    a = (1 - level) / 2
-    return float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
+    ci = stats.bootstrap_ci(v, rng, n_resamples=n_boot, level=level, method="percentile")
+    return ci.low, ci.high
 
 
 def is_correct(answer: str | None, gold: str) -> bool:
