@@ -159,3 +159,24 @@ def test_cipher_is_a_bijection_of_the_attributes(n_values):
     lang = ToyLanguage(n_values, 1)
     bodies = {lang.prompt(a, b, 0, "cipher") for a in range(n_values) for b in range(n_values)}
     assert len(bodies) == n_values**2  # every (a, b) keeps a distinct cipher text: the answer is recoverable
+
+
+def test_toy_controls_plant_the_effect_and_the_null_has_none(monkeypatch):
+    # issue 55: the planted control gives COCA's arm the oracle on half the items; the null gives it the plain
+    # arm of an independent run (here a stub run, so the test trains nothing)
+    from icml2026.papers.coca import experiments as ex
+
+    def fake(tag_asr):
+        m = {"probe_planted": 1.0, "probe_control_untrained": 0.3, "probe_control_base": 0.8}
+        for split in ("id", "ood"):
+            m.update({f"plain_asr_{split}": tag_asr, f"plain_benign_acc_{split}": 0.6,
+                      f"plain_benign_refusal_{split}": 0.2})
+        return m
+
+    monkeypatch.setattr(ex, "run_toy", lambda cfg, rng: type("R", (), {"metrics": fake(0.8)})())
+    cfg = ex.ToyExperimentConfig(n_seeds=1)
+    planted = ex._control_runs(dataclasses.replace(cfg, control="planted"), [fake(0.8)], make_rng(0))[0]
+    gain = (1 - planted["coca_asr_id"] - planted["coca_benign_refusal_id"]) - (1 - 0.8 - 0.2)
+    assert abs(gain - 0.5) < 1e-12 and planted["coca_probe_linear"] - planted["probe_control_base"] >= 0.2
+    null = ex._control_runs(dataclasses.replace(cfg, control="null"), [fake(0.8)], make_rng(0))[0]
+    assert null["coca_asr_ood"] == 0.8 and null["coca_probe_linear"] - null["probe_control_base"] == 0.0

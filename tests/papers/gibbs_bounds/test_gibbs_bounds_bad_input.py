@@ -141,3 +141,4 @@ def test_diverged_chain_is_a_failed_check_not_a_crash() -> None:
     out = langevin_bounds(cfg, make_rng(0))
     assert not out.passed
     assert [c.name for c in out.checks] == ["chains_diverged"]
+    assert out.verdict == "undecided"  # issue 55: a diverged chain is a failed precondition, not a failed claim
