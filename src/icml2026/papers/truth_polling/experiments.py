@@ -423,7 +423,7 @@ def facts(cfg: FactsConfig, rng: np.random.Generator) -> Outcome:
     metrics["confidence_ece_all"] = expected_calibration_error(conf, ok)
     metrics["myth_confidence_gain_one_poll"] = metrics["myth_confidence_weighted"] - metrics["myth_majority_cross"]
     metrics["myth_cross25_minus_single_one_poll"] = metrics["myth_majority_cross"] - metrics["myth_single"]
-    # The C1 and C5 checks average over n_polls polls (paired): one poll of the quick preset's 75 myth facts
+    # Deviation: the C1 and C5 checks average over n_polls polls (paired): one poll of the quick preset's 75 myth facts
     # moves the confidence-weighting gain in steps of 1/75 = 0.013, two thirds of the 0.02 margin, so that
     # one or two questions decided the check (see the card).
     gains = _poll_gains(probs[:, myth], corpus.gold[myth], cfg.n_samples, cfg.n_polls, rng)
