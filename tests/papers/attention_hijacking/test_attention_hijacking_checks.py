@@ -10,7 +10,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from icml2026.papers.attention_hijacking.experiments import _claim_checks, _lcb  # noqa: E402
+from icml2026.papers.attention_hijacking.experiments._common import _lcb  # noqa: E402
+from icml2026.papers.attention_hijacking.experiments.attacks import _claim_checks  # noqa: E402
 
 
 def test_lcb_is_the_one_sided_95_percent_t_bound():
@@ -78,7 +79,7 @@ def test_the_batch_size_reaches_the_distillation_and_report_variants_trims_the_a
 
     from icml2026.core.registry import get_experiment
     from icml2026.core.runner import run_experiment
-    from icml2026.papers.attention_hijacking.experiments import AHConfig, _dcfg
+    from icml2026.papers.attention_hijacking.experiments._common import AHConfig, _dcfg
 
     assert _dcfg(AHConfig(batch_size=8)).batch_size == 8
     assert _dcfg(AHConfig()).batch_size == 32  # the base code's, in the full presets

@@ -11,12 +11,12 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from icml2026.papers.attention_hijacking.experiments import (  # noqa: E402
+from icml2026.papers.attention_hijacking.experiments._common import _lcb  # noqa: E402
+from icml2026.papers.attention_hijacking.experiments.grid import (  # noqa: E402
     _GRID_SETS,
     GridConfig,
     _grid_metrics,
     _grid_rank,
-    _lcb,
 )
 from icml2026.papers.attention_hijacking.method import AttackResult  # noqa: E402
 

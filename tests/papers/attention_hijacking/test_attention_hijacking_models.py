@@ -37,7 +37,7 @@ def test_minilm_arch_loads_the_shipped_checkpoint_with_its_pooler():
     from safetensors import safe_open
 
     from icml2026.papers.attention_hijacking.data import minilm_path
-    from icml2026.papers.attention_hijacking.experiments import AHConfig, _factory
+    from icml2026.papers.attention_hijacking.experiments._common import AHConfig, _factory
 
     f = _factory(AHConfig(arch="minilm-l6", n_seeds=1))
     assert (f.n_layers, f.config.num_attention_heads, f.config.hidden_size) == (6, 12, 384)

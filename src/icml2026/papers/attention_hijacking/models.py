@@ -125,7 +125,7 @@ def fresh_model(model_cls: Any, config: Any, gen: torch.Generator | None = None,
     """``model_cls(config)`` built without moving torch's global random stream, tied. With ``gen`` it is re-drawn
     from it (biases 0, LayerNorm 1, every other weight N(0, config.initializer_range)) and its word embeddings
     replaced by ``init_word_embeddings`` if given; without, it keeps the library's own init, which the caller
-    overwrites with a state dict (see ``_load`` in experiments)."""
+    overwrites with a state dict (see ``_load`` in experiments/_common.py)."""
     import torch
 
     torch_state = torch.random.get_rng_state()
