@@ -22,7 +22,7 @@ import sys
 CHILD = r"""
 import json, resource, sys, time, tracemalloc
 import numpy as np
-from sklearn.metrics import roc_auc_score
+from icml2026.core.stats import auroc
 from icml2026.papers.timelava import (lava_values, load_internal_bleeding16, make_spike_series,
                                       synthetic_base, value_segments)
 method, size = sys.argv[1], sys.argv[2]
@@ -45,7 +45,7 @@ wall = time.perf_counter() - t0
 cpu = time.process_time() - c0
 peak = tracemalloc.get_traced_memory()[1]
 tracemalloc.stop()
-auc = float(roc_auc_score(y, -res.pointwise()))
+auc = auroc(-res.pointwise(), y)
 rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"n_segments": int(len(res.starts)), "wall_s": wall, "cpu_s": cpu, "traced_peak_mib": peak / 2**20,
                   "maxrss_mib": rss_after, "base_rss_mib": rss_before, "fit_rss_mib": rss_after - rss_before,

@@ -3,8 +3,8 @@
 import numpy as np
 import ot
 import pytest
-from sklearn.metrics import roc_auc_score
 
+from icml2026.core.stats import auroc
 from icml2026.papers.timelava import (
     lava_sample_values,
     load_anomaly_series,
@@ -57,7 +57,7 @@ def test_baseline_detectors_find_large_spikes():
     for det in ("lof", "knn_ref"):
         s = pyod_segment_scores(x, ref, det, np.random.default_rng(0), 32, 4)
         assert s.shape == x.shape
-        assert roc_auc_score(y, s) > 0.6  # clearly better than chance on magnitude-8+ spikes
+        assert auroc(s, y) > 0.6  # clearly better than chance on magnitude-8+ spikes
     # IsolationForest on z-normalised segments is weak here (AUC ~0.2, reported as measured in the card);
     # check only that it is seeded by the generator.
     s1 = pyod_segment_scores(x, ref, "iforest", np.random.default_rng(0), 32, 4)
@@ -65,7 +65,7 @@ def test_baseline_detectors_find_large_spikes():
     s3 = pyod_segment_scores(x, ref, "iforest", np.random.default_rng(1), 32, 4)
     np.testing.assert_array_equal(s1, s2)
     assert not np.array_equal(s1, s3)
-    assert roc_auc_score(y, timeinf_scores(x, 32)) > 0.6
+    assert auroc(timeinf_scores(x, 32), y) > 0.6
     with pytest.raises(ValueError, match="unknown detector"):
         pyod_segment_scores(x, ref, "svm", rng)
 
