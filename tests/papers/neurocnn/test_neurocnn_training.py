@@ -110,7 +110,7 @@ def test_ecg_checks_are_statements_over_the_repeats(monkeypatch):
     # per training: macro-F1 at 100 Hz and at 200 Hz (accuracies are not checked here)
     f1s = iter([(0.80, 0.70), (0.60, 0.59), (0.40, 0.38)])
 
-    def fake_once(cfg, rng):  # type: ignore[no-untyped-def]
+    def fake_once(cfg, rng, keep=None):  # type: ignore[no-untyped-def]
         seen.append(rng)
         f100, f200 = next(f1s)
         return {"neurocnn": {100.0: (f100, f100), 200.0: (f200, f200)}}, {"train_neurocnn_s": 1.0}, {"neurocnn": [0.5]}

@@ -34,6 +34,8 @@ class BasisConfig:
     claim="The kernel P @ A^T equals the natural cubic spline through the control points on every tap "
     "grid, and the kernel length is odd and round(D fs) or round(D fs) + 1.",
     presets={"quick": BasisConfig(), "full": BasisConfig(n_knots=15, in_channels=8, out_channels=8)},
+    no_preconditions="Analytic: the layer's kernel is compared with scipy's natural cubic spline through the same "
+    "control values on fixed tap grids; nothing is trained, and any random control values are a valid instance.",
 )
 def spline_basis(cfg: BasisConfig, rng: np.random.Generator) -> Outcome:
     layer = SplineConv1d(
