@@ -86,8 +86,11 @@ def test_experiments_split_into_a_package_are_listed_and_discovered(
         (pkg / "experiments" / f"{mod}.py").write_text(textwrap.dedent(f"""
             from tests.core.conftest import PRESETS, toy_pass
             from icml2026.core import experiment
-            experiment("fakepaper_split.{mod}", claim="{claim}", presets={{"quick": PRESETS["quick"],
-                       "full": PRESETS["full"]}})(toy_pass)
+
+            @experiment("fakepaper_split.{mod}", claim="{claim}", presets={{"quick": PRESETS["quick"],
+                        "full": PRESETS["full"]}})
+            def run_{mod}(cfg, rng):
+                return toy_pass(cfg, rng)
         """))
     registry.discover()
     table: dict = {}

@@ -6,7 +6,8 @@ only worth its verdict when it can both pass and fail. Each such experiment regi
 - ``planted``: an effect of the paper's size made by construction (e.g. one arm given the oracle's output on a
   known fraction of items); the check must pass on it. Its pass rate over seeds is the check's **power**.
 - ``null``: both arms the same method, different seeds; the check must fail on it. Its pass rate over seeds is
-  the check's **false-positive rate**.
+  the check's **false-positive rate**. For a non-inferiority claim ("B >= 0.9 x A", "the drop stays < 0.05"),
+  which two equal arms pass by design, the null is an arm worse than the margin, made by construction.
 
 :func:`measure_controls` runs both presets over >= 5 seeds (each run written as an ordinary run folder, so the
 figures can be audited with ``icml2026 report``) and :func:`store_controls` keeps the figures in the paper's
