@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from icml2026.core.plotting import new_figure, save_figure
+from icml2026.core.plotting import DPI, FIGSIZE, compact_png, new_figure, save_figure
 from icml2026.core.progress import plain_lines, track
 from icml2026.core.rng import make_rng, spawn
 
@@ -44,6 +44,33 @@ def test_figures_are_saved(tmp_path: Path) -> None:
     ax.plot([1, 2], [1, 10])
     save_figure(fig, tmp_path / "f.png")
     assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from PIL import Image
+
+    with Image.open(tmp_path / "f.png") as im:  # screen size, 256-colour palette
+        assert im.mode == "P" and im.size == (int(FIGSIZE[0] * DPI), int(FIGSIZE[1] * DPI))
+
+
+def test_compact_png_shrinks_large_rgba_and_keeps_compact_ones(tmp_path: Path) -> None:
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    big = np.zeros((880, 1320, 4), dtype=np.uint8)
+    big[..., 3] = 255
+    big[100:400, 200:900, :3] = (31, 119, 180)  # a matplotlib-blue bar on black
+    big[500:510] = rng.integers(0, 256, size=(10, 1320, 4))
+    Image.fromarray(big, "RGBA").save(tmp_path / "big.png")
+    compact_png(tmp_path / "big.png", tmp_path / "small.png")
+    with Image.open(tmp_path / "small.png") as im:
+        assert im.mode == "P" and im.size == (660, 440)  # scaled by 1/2, aspect kept
+        rgb = np.asarray(im.convert("RGB"))
+    assert tuple(rgb[125, 275]) == (31, 119, 180)  # a flat colour survives the palette exactly
+    assert (tmp_path / "small.png").stat().st_size < (tmp_path / "big.png").stat().st_size
+    compact_png(tmp_path / "small.png", tmp_path / "again.png")  # already compact: copied unchanged
+    assert (tmp_path / "again.png").read_bytes() == (tmp_path / "small.png").read_bytes()
+    (tmp_path / "fake.png").write_bytes(b"GIF89a not a png")
+    with pytest.raises(ValueError, match="not a PNG"):
+        compact_png(tmp_path / "fake.png", tmp_path / "out.png")
 
 
 def test_rng_streams() -> None:

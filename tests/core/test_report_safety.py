@@ -248,3 +248,14 @@ def test_a_papers_cache_folder_is_neither_a_run_nor_skipped(toy_registry: dict, 
     (cache / "episodes-0123.npz").write_bytes(b"\x00" * 8)
     records, skipped = collect_runs(tmp_path)
     assert len(records) == 1 and skipped == []
+
+
+def test_a_figure_that_is_not_a_png_is_skipped_and_named(toy_registry: dict, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture) -> None:
+    runs = tmp_path / "runs"
+    res = _run("toy.passes", runs)
+    (res.path / "toy.png").write_text("<svg>not a png</svg>")
+    code, err = _report(runs, tmp_path / "reports", capsys)
+    assert code == 0 and "figure is not a readable PNG image" in err
+    assert not (tmp_path / "reports" / "toy.passes" / "quick-seed0" / "toy.png").exists()
+    assert "toy.png" not in (tmp_path / "reports" / "toy.passes" / "quick-seed0" / "report.md").read_text()

@@ -38,6 +38,7 @@ from typing import Any
 
 from .catalog import NAME_RE
 from .outcome import NOT_REPRODUCED, REPRODUCED, ROLES, UNDECIDED, evaluate_target, verdict_of
+from .plotting import compact_png
 
 __all__ = [
     "render_run_report",
@@ -411,8 +412,11 @@ def _copy_run(rec: RunRecord, dest: Path, skipped: list[Skipped]) -> None:
         elif not _is_regular_file(src):
             skipped.append(Skipped(src, "figure is missing or not a regular file (links are not followed)"))
         else:
-            with open(src, "rb") as fh_in, open(dest / name, "xb") as fh_out:
-                shutil.copyfileobj(fh_in, fh_out)
+            try:
+                compact_png(src, dest / name)  # reports keep figures at screen size, as palette PNGs
+            except (ValueError, OSError) as exc:
+                skipped.append(Skipped(src, f"figure is not a readable PNG image ({exc})"))
+                continue
             figures.append(name)
     (dest / "report.md").write_text(render_run_report(dict(rec.results, figures=figures)), encoding="utf-8")
 
