@@ -49,6 +49,15 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"icml2026: error: {message}\n")
 
 
+def _threads(raw: str) -> int:
+    """``--threads``: an integer, or ``auto`` for the cores available to this process."""
+    from .core.runner import available_cores
+
+    if str(raw).strip().lower() == "auto":
+        return available_cores()
+    return _parse_int(raw, "--threads", 1, _max_threads())
+
+
 def _max_threads() -> int:
     return max(8, 4 * (os.cpu_count() or 1))
 
@@ -83,7 +92,10 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override one config field, typed by the preset's config (repeatable)")
     r.add_argument("--out", type=Path, default=Path("runs"), help="folder for run folders (default: runs)")
-    r.add_argument("--threads", default="1", help="torch and BLAS thread count (default: 1)")
+    r.add_argument("--threads", default="auto",
+                   help="torch and BLAS thread count (default: auto, the cores available to this process)")
+    r.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=None,
+                   help="torch's deterministic kernels (default: on, off when the experiment's device is CUDA)")
     r.add_argument("--device", default=None,
                    help="cpu, cuda, cuda:<n>, mps: where torch experiments with a 'device' field run")
     sw = sub.add_parser("sweep", parents=[common],
@@ -101,12 +113,18 @@ def _build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--address", default=None, help="address of an existing Ray cluster")
     sw.add_argument("--workers", default=None, help="parallel runs (default: the number of CPUs)")
     sw.add_argument("--threads", default="1", help="torch and BLAS threads per run (default: 1)")
+    sw.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=None,
+                    help="torch's deterministic kernels (default: on, off when the experiment's device is CUDA)")
+    sw.add_argument("--cpus-per-run", default="1", help="CPUs Ray reserves for each run (default: 1)")
+    sw.add_argument("--gpus-per-run", default="0",
+                    help="GPUs Ray reserves for each run, fractions allowed (default: 0); Ray makes them visible")
     c = sub.add_parser("controls", parents=[common],
                        help="measure each comparative claim's power (planted preset) and false-positive rate (null)")
     c.add_argument("names", nargs="+", metavar="NAME", help="<slug>.<experiment>, or <slug>")
     c.add_argument("--seeds", default="0-4", help="seeds of each control, at least 5 (default: 0-4)")
     c.add_argument("--out", type=Path, default=Path("runs"), help="folder for the control runs (default: runs)")
-    c.add_argument("--threads", default="1", help="torch and BLAS thread count (default: 1)")
+    c.add_argument("--threads", default="auto",
+                   help="torch and BLAS thread count (default: auto, the cores available to this process)")
     c.add_argument("--store", action="store_true",
                    help="write the figures into the paper's controls.json (for developers of this library)")
     rep = sub.add_parser("report", parents=[common], help="write reports/index.md over every run folder")
@@ -198,6 +216,16 @@ def _parse_int(raw: str, what: str, lo: int, hi: int) -> int:
         raise BadInput(f"{what} must be an integer, got {raw!r}") from None
     if not lo <= v <= hi:
         raise BadInput(f"{what} must be in {lo}..{hi}, got {v}")
+    return v
+
+
+def _parse_float(raw: str, what: str, lo: float, hi: float) -> float:
+    try:
+        v = float(raw)
+    except ValueError:
+        raise BadInput(f"{what} must be a number, got {raw!r}") from None
+    if not lo <= v <= hi:
+        raise BadInput(f"{what} must be in {lo:g}..{hi:g}, got {v:g}")
     return v
 
 
@@ -314,7 +342,7 @@ def _plan(args: argparse.Namespace) -> tuple[list[tuple[Any, Any, dict[str, Any]
     if not args.all and not args.names:
         raise BadInput("name at least one experiment (see 'icml2026 list') or use --all")
     args.seeds = _parse_seeds(args.seed)
-    args.n_threads = _parse_int(args.threads, "--threads", 1, _max_threads())
+    args.n_threads = _threads(args.threads)
     if args.all:
         names = list(catalog())
     else:
@@ -369,7 +397,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"running {exp.name} (preset {args.preset}, seed {seed}) ...", flush=True)
             try:
                 res = run_experiment(exp, cfg, preset=args.preset, seed=seed, out=args.out,
-                                     n_threads=args.n_threads, overrides=overrides)
+                                     n_threads=args.n_threads, overrides=overrides, deterministic=args.deterministic)
             except KeyboardInterrupt:
                 raise
             except Exception as exc:  # noqa: BLE001 - every failure becomes one line and a status
@@ -394,8 +422,12 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from .core.runner import check_writable
 
     seeds = _parse_seeds(args.seeds)
-    n_threads = _parse_int(args.threads, "--threads", 1, _max_threads())
+    n_threads = _threads(args.threads)
     workers = _parse_int(args.workers, "--workers", 1, 4096) if args.workers else max(1, os.cpu_count() or 1)
+    cpus_per_run = _parse_float(args.cpus_per_run, "--cpus-per-run", 0.0, 4096.0)
+    gpus_per_run = _parse_float(args.gpus_per_run, "--gpus-per-run", 0.0, 64.0)
+    if gpus_per_run and args.executor != "ray":
+        raise BadInput("--gpus-per-run needs --executor ray (the process pool does not schedule GPUs)")
     exps = _resolve(args.names)
     grid_raw: dict[str, list[str]] = {}
     for item in args.grid:
@@ -418,7 +450,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             changes = {**fixed, **parse_overrides(type(base), [f"{k}={v}" for k, v in combo.items()], e.name)}
             build_config(base, changes, e.name)  # every combination is valid before anything runs
             combos.append(changes)
-        tasks += sweep.plan_tasks([e.name], args.preset, seeds, combos, args.out, n_threads)
+        tasks += sweep.plan_tasks([e.name], args.preset, seeds, combos, args.out, n_threads,
+                                  deterministic=args.deterministic)
     try:
         check_writable(args.out)
     except OSError as exc:
@@ -426,7 +459,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     n_done = sum(sweep.is_done(t) for t in tasks)
     print(f"sweep: {len(tasks)} runs ({n_done} already done, {len(tasks) - n_done} to run) on {args.executor} "
           f"with {workers} worker(s)", flush=True)
-    results = sweep.execute(tasks, executor=args.executor, workers=workers, address=args.address)
+    results = sweep.execute(tasks, executor=args.executor, workers=workers, address=args.address,
+                            cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run)
     groups = sweep.aggregate(results)
     ident = sweep.sweep_id([e.name for e in exps], args.preset, seeds, grid_raw)
     spec = {"experiments": [e.name for e in exps], "preset": args.preset, "seeds": seeds, "grid": grid_raw,
@@ -466,7 +500,7 @@ def _cmd_controls(args: argparse.Namespace) -> int:
     seeds = _parse_seeds(args.seeds)
     if len(seeds) < MIN_CONTROL_SEEDS:
         raise BadInput(f"--seeds: controls need at least {MIN_CONTROL_SEEDS} seeds, got {len(seeds)}")
-    n_threads = _parse_int(args.threads, "--threads", 1, _max_threads())
+    n_threads = _threads(args.threads)
     exps = [e for e in _resolve(args.names) if "planted" in e.presets and "null" in e.presets]
     if not exps:
         raise BadInput(f"none of {', '.join(args.names)} has both a 'planted' and a 'null' preset")

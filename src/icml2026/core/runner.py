@@ -44,8 +44,11 @@ __all__ = [
     "RunResult",
     "run_experiment",
     "seed_everything",
+    "available_cores",
+    "default_deterministic",
     "limit_blas_threads",
     "run_dir_for",
+    "write_run_folder",
     "overrides_hash",
     "to_jsonable",
     "MAX_SEED",
@@ -80,21 +83,77 @@ class RunResult:
         return self.verdict == REPRODUCED
 
 
-def seed_everything(seed: int, n_threads: int = DEFAULT_THREADS) -> np.random.Generator:
-    """The experiment's numpy generator for ``seed``; seeds torch too when it is installed.
+def available_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return max(1, os.cpu_count() or 1)
 
-    Torch gets deterministic algorithms and a fixed thread count, so that the same seed gives the same
-    metrics. This is the only place in the package that touches torch's global state.
+
+def default_deterministic(cfg: Any) -> bool:
+    """Deterministic kernels by default on the CPU, not on CUDA (where they cost speed and some ops lack one)."""
+    device = str(getattr(cfg, "device", "cpu") or "cpu")
+    return not device.startswith("cuda")
+
+
+def _seed_torch(seed: int, n_threads: int, deterministic: bool) -> None:
+    import torch
+
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(deterministic, warn_only=True)
+    torch.set_num_threads(n_threads)
+
+
+class _SeedTorchOnImport:
+    """A one-shot import hook: seeds torch right after its first import, so that an experiment that imports
+    torch lazily gets the same seeded state as one whose paper imported it at import time, and a numpy-only
+    experiment never pays for importing torch."""
+
+    def __init__(self, seed: int, n_threads: int, deterministic: bool) -> None:
+        self.args = (seed, n_threads, deterministic)
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "torch":
+            return None
+        import importlib.machinery
+        import importlib.util
+        import sys
+
+        sys.meta_path.remove(self)  # find the real spec without this hook, and never fire twice
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        real_exec = spec.loader.exec_module  # type: ignore[union-attr]
+        args = self.args
+
+        def exec_then_seed(module: Any) -> None:
+            real_exec(module)
+            _seed_torch(*args)
+
+        spec.loader.exec_module = exec_then_seed  # type: ignore[method-assign, union-attr]
+        return spec
+
+
+def seed_everything(seed: int, n_threads: int = DEFAULT_THREADS, *, deterministic: bool = True) -> np.random.Generator:
+    """The experiment's numpy generator for ``seed``; seeds torch too, without importing it.
+
+    When torch is already imported (a paper that needs it imports it), it is seeded now: manual seed,
+    deterministic algorithms when ``deterministic`` (warnings only where an op has no deterministic kernel) and
+    ``n_threads`` threads. Otherwise a one-shot import hook seeds it the moment something imports it, so a
+    numpy-only experiment never imports torch. This is the only place in the package that touches torch's
+    global state.
     """
+    import sys
+
     rng = make_rng(seed)
     limit_blas_threads(n_threads)
-    try:
-        import torch
-    except ImportError:  # torch is an optional extra
-        return rng
-    torch.manual_seed(seed)
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.set_num_threads(n_threads)
+    for hook in [h for h in sys.meta_path if isinstance(h, _SeedTorchOnImport)]:
+        sys.meta_path.remove(hook)  # an earlier run's hook that never fired
+    if "torch" in sys.modules:
+        _seed_torch(seed, n_threads, deterministic)
+    else:
+        sys.meta_path.insert(0, _SeedTorchOnImport(seed, n_threads, deterministic))
     return rng
 
 
@@ -190,22 +249,29 @@ def run_experiment(
     out: Path,
     n_threads: int = DEFAULT_THREADS,
     overrides: dict[str, Any] | None = None,
+    deterministic: bool | None = None,
 ) -> RunResult:
     """Run ``exp`` on ``cfg`` with ``seed`` and write its folder atomically under ``out``.
 
     ``overrides`` are the ``--set`` changes that made ``cfg`` from the preset: they are recorded in
-    ``results.json`` and hashed into the folder name. Returns the written folder and its results.
+    ``results.json`` and hashed into the folder name. ``deterministic`` (None: on unless ``cfg.device`` is a CUDA
+    device) switches torch's deterministic kernels; it and ``n_threads`` are recorded in ``results.json``.
+    Returns the written folder and its results.
     Exceptions from the experiment propagate after the temporary folder is removed; the previous run
     folder, if any, is untouched.
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
         raise ValueError(f"seed must be an integer in 0..{MAX_SEED}, got {seed!r}")
     final = run_dir_for(out, exp.name, preset, seed, overrides)
-    rng = seed_everything(seed, n_threads)
+    if deterministic is None:
+        deterministic = default_deterministic(cfg)
+    rng = seed_everything(seed, n_threads, deterministic=deterministic)
     t0 = time.perf_counter()
     outcome = exp(cfg, rng)
     wall = time.perf_counter() - t0
     results = _results_dict(exp, cfg, preset, seed, outcome, wall, overrides or {})
+    results["execution"] = {"threads": int(n_threads), "deterministic": bool(deterministic),
+                            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
     _mkdirs(final.parent)
     with _folder_lock(final):
         _clean_stale(final)
@@ -221,6 +287,30 @@ def run_experiment(
             shutil.rmtree(tmp, ignore_errors=True)
             raise
     return RunResult(path=final, results=results)
+
+
+def write_run_folder(final: Path, files: dict[str, bytes]) -> None:
+    """Write a run folder shipped from another machine (relative path -> bytes) to ``final``, atomically.
+
+    The same lock, temporary name and rename as :func:`run_experiment`; paths that would leave the folder
+    (absolute, ``..``) are refused.
+    """
+    _mkdirs(final.parent)
+    with _folder_lock(final):
+        _clean_stale(final)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-{os.getpid()}-", dir=final.parent))
+        try:
+            os.chmod(tmp, _dir_mode())
+            for rel, data in files.items():
+                p = Path(rel)
+                if p.is_absolute() or ".." in p.parts or not p.parts:
+                    raise ValueError(f"shipped run file {rel!r} would leave its run folder")
+                (tmp / p).parent.mkdir(parents=True, exist_ok=True)
+                (tmp / p).write_bytes(data)
+            _replace_dir(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
 
 
 def _dir_mode() -> int:

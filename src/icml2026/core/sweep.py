@@ -27,8 +27,8 @@ from typing import Any
 from .aggregate import summarize
 from .progress import track
 
-__all__ = ["SweepTask", "expand_grid", "plan_tasks", "is_done", "run_task", "execute", "aggregate",
-           "write_sweep", "sweep_id", "map_in_processes"]
+__all__ = ["SweepTask", "expand_grid", "plan_tasks", "is_done", "run_task", "collect_shipped", "execute",
+           "aggregate", "write_sweep", "sweep_id", "map_in_processes"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,7 @@ class SweepTask:
     overrides: tuple[tuple[str, Any], ...]
     out: str
     n_threads: int = 1
+    deterministic: bool | None = None
 
     @property
     def overrides_dict(self) -> dict[str, Any]:
@@ -59,9 +60,9 @@ def expand_grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
 
 
 def plan_tasks(names: list[str], preset: str, seeds: list[int], combos: list[dict[str, Any]], out: Path,
-               n_threads: int = 1) -> list[SweepTask]:
+               n_threads: int = 1, *, deterministic: bool | None = None) -> list[SweepTask]:
     """The runs of the sweep, in a fixed order: experiment, override combination, seed."""
-    return [SweepTask(n, preset, s, tuple(c.items()), str(out), n_threads)
+    return [SweepTask(n, preset, s, tuple(c.items()), str(out), n_threads, deterministic)
             for n in names for c in combos for s in seeds]
 
 
@@ -76,26 +77,53 @@ def is_done(task: SweepTask) -> bool:
             and res.get("preset") == task.preset and "metrics" in res)
 
 
-def run_task(task: SweepTask) -> dict[str, Any]:
-    """Run one task in this process; never raises (a failure comes back as ``{"status": "error", ...}``)."""
+def run_task(task: SweepTask, ship: bool = False) -> dict[str, Any]:
+    """Run one task in this process; never raises (a failure comes back as ``{"status": "error", ...}``).
+
+    With ``ship`` the run is written to a temporary folder on this machine and its files come back in the
+    result (``"files"``: relative path -> bytes) for the driver to write under its own ``--out``
+    (:func:`collect_shipped`): on a cluster, a worker's disk is not the driver's.
+    """
+    import shutil
+    import tempfile
+
     from .config import build_config  # the same config checks and error lines as `icml2026 run`
     from .errors import classify_exception
     from .registry import get_experiment
     from .runner import run_experiment
 
     base = {"name": task.name, "seed": task.seed, "overrides": task.overrides_dict}
+    scratch = Path(tempfile.mkdtemp(prefix="icml2026-sweep-")) if ship else None
     try:
         exp = get_experiment(task.name)
         cfg = build_config(exp.config(task.preset), task.overrides_dict, task.name)
-        res = run_experiment(exp, cfg, preset=task.preset, seed=task.seed, out=Path(task.out),
-                             n_threads=task.n_threads, overrides=task.overrides_dict)
+        res = run_experiment(exp, cfg, preset=task.preset, seed=task.seed,
+                             out=scratch if scratch is not None else Path(task.out),
+                             n_threads=task.n_threads, overrides=task.overrides_dict, deterministic=task.deterministic)
+        out = {**base, "status": "ok", "path": str(task.folder()), "metrics": res.results["metrics"],
+               "verdict": res.verdict,
+               "checks": [{"name": c["name"], "value": c["value"], "passed": c["passed"],
+                           "role": c.get("role", "claim")} for c in res.results["checks"]]}
+        if scratch is not None:
+            out["files"] = {str(f.relative_to(res.path)): f.read_bytes()
+                            for f in sorted(res.path.rglob("*")) if f.is_file() and not f.is_symlink()}
+        return out
     except Exception as exc:  # noqa: BLE001 - collected and reported by the sweep
         code, msg = classify_exception(exc, task.name)
         return {**base, "status": "error", "exit": code, "error": msg}
-    return {**base, "status": "ok", "path": str(res.path), "metrics": res.results["metrics"],
-            "verdict": res.verdict,
-            "checks": [{"name": c["name"], "value": c["value"], "passed": c["passed"], "role": c.get("role", "claim")}
-                       for c in res.results["checks"]]}
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def collect_shipped(task: SweepTask, result: dict[str, Any]) -> dict[str, Any]:
+    """Write a shipped run's files into ``task.folder()`` (atomically) and drop them from ``result``."""
+    from .runner import write_run_folder
+
+    files = result.pop("files", None)
+    if files is not None and result.get("status") == "ok":
+        write_run_folder(task.folder(), files)
+    return result
 
 
 def _read_done(task: SweepTask) -> dict[str, Any]:
@@ -153,7 +181,8 @@ def _local(tasks: list[SweepTask], workers: int) -> Iterator[tuple[int, dict[str
             yield futures[fut], fut.result()
 
 
-def _ray(tasks: list[SweepTask], workers: int, address: str | None) -> Iterator[tuple[int, dict[str, Any]]]:
+def _ray(tasks: list[SweepTask], workers: int, address: str | None, cpus_per_run: float = 1.0,
+         gpus_per_run: float = 0.0) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
         import ray
     except ImportError as exc:
@@ -168,23 +197,32 @@ def _ray(tasks: list[SweepTask], workers: int, address: str | None) -> Iterator[
         else:
             ray.init(num_cpus=workers, **kwargs)
     try:
-        remote = ray.remote(num_cpus=1)(run_task)
-        refs = {remote.remote(t): i for i, t in enumerate(tasks)}
+        # Ray makes the reserved GPUs visible to the task (CUDA_VISIBLE_DEVICES); each run is shipped back
+        remote = ray.remote(num_cpus=cpus_per_run, num_gpus=gpus_per_run)(run_task)
+        refs = {remote.remote(t, True): i for i, t in enumerate(tasks)}
         pending = list(refs)
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             for ref in done:
-                yield refs[ref], ray.get(ref)
+                i = refs[ref]
+                yield i, collect_shipped(tasks[i], ray.get(ref))
     finally:
         if started_here:
             ray.shutdown()
 
 
 def execute(tasks: list[SweepTask], *, executor: str = "ray", workers: int = 2, address: str | None = None,
-            on_result: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """Run the tasks not already done; return one result per task, in task order (finished ones read back)."""
+            on_result: Callable[[dict[str, Any]], None] | None = None, cpus_per_run: float = 1.0,
+            gpus_per_run: float = 0.0) -> list[dict[str, Any]]:
+    """Run the tasks not already done; return one result per task, in task order (finished ones read back).
+
+    On Ray each run reserves ``cpus_per_run`` CPUs and ``gpus_per_run`` GPUs (fractions allowed) and its folder
+    is shipped back and written under the driver's ``--out``.
+    """
     if executor not in ("ray", "local"):
         raise ValueError(f"executor must be 'ray' or 'local', got {executor!r}")
+    if cpus_per_run < 0 or gpus_per_run < 0:
+        raise ValueError(f"cpus_per_run = {cpus_per_run}, gpus_per_run = {gpus_per_run}: must be >= 0")
     results: list[dict[str, Any] | None] = [None] * len(tasks)
     todo = []
     for i, t in enumerate(tasks):
@@ -194,7 +232,8 @@ def execute(tasks: list[SweepTask], *, executor: str = "ray", workers: int = 2, 
             todo.append(i)
     if todo:
         sub = [tasks[i] for i in todo]
-        stream = _ray(sub, workers, address) if executor == "ray" else _local(sub, workers)
+        stream = (_ray(sub, workers, address, cpus_per_run, gpus_per_run) if executor == "ray"
+                  else _local(sub, workers))
         for j, res in track(stream, f"sweep ({executor})", total=len(sub)):
             results[todo[j]] = res
             if on_result is not None:

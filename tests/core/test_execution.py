@@ -1,0 +1,109 @@
+"""How runs execute: threads, deterministic kernels, torch imported only when an experiment needs it, and sweeps
+that reserve GPUs through Ray and ship every run folder back to the driver."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from icml2026.cli import main
+from icml2026.core import sweep
+from icml2026.core.runner import available_cores, default_deterministic
+
+ROOT = Path(__file__).resolve().parents[2]
+NUMPY_ONLY = "attention_queries.exact_recovery"  # pure numpy: a closed-form recovery
+
+
+def _python(code: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env,
+                         timeout=300, check=False)
+    assert res.returncode == 0, res.stderr
+    return res.stdout.strip().splitlines()[-1]
+
+
+def test_a_numpy_only_experiment_never_imports_torch(tmp_path: Path) -> None:
+    out = _python("import sys\nfrom icml2026.cli import main\n"
+                  f"code = main(['run', {NUMPY_ONLY!r}, '--preset', 'quick', '--out', {str(tmp_path)!r}])\n"
+                  "print(code, 'torch' in sys.modules)")
+    assert out == "0 False"
+
+
+_LAZY = """
+import sys
+{pre}
+from icml2026.core.runner import seed_everything
+seed_everything(7, 1)
+import torch  # imported after seeding, as an experiment that imports it lazily does
+print(float(torch.randn(3).sum()), torch.are_deterministic_algorithms_enabled(), torch.get_num_threads())
+"""
+
+
+def test_torch_imported_lazily_is_seeded_as_if_imported_first() -> None:
+    lazy = _python(_LAZY.format(pre=""))
+    eager = _python(_LAZY.format(pre="import torch"))
+    assert lazy == eager and lazy.endswith("True 1")
+
+
+def test_deterministic_default_and_record(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    class Cfg:
+        device = "cuda:1"
+
+    assert default_deterministic(Cfg()) is False and default_deterministic(object()) is True
+    assert main(["run", NUMPY_ONLY, "--preset", "quick", "--out", str(tmp_path), "--no-deterministic",
+                 "--threads", "1"]) == 0
+    res = json.loads(next(tmp_path.rglob("results.json")).read_text())
+    assert res["execution"]["threads"] == 1 and res["execution"]["deterministic"] is False
+    assert main(["run", NUMPY_ONLY, "--preset", "quick", "--out", str(tmp_path / "b")]) == 0
+    res = json.loads(next((tmp_path / "b").rglob("results.json")).read_text())
+    assert res["execution"] == {"threads": available_cores(), "deterministic": True,
+                                "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    assert main(["run", NUMPY_ONLY, "--threads", "zero", "--out", str(tmp_path)]) == 2
+    assert "--threads" in capsys.readouterr().err
+
+
+def test_a_shipped_run_is_written_by_the_driver_not_the_worker(tmp_path: Path) -> None:
+    (task,) = sweep.plan_tasks([NUMPY_ONLY], "quick", [3], [{}], tmp_path / "driver")
+    res = sweep.run_task(task, ship=True)
+    assert res["status"] == "ok" and not (tmp_path / "driver").exists()  # the worker wrote elsewhere
+    assert {"results.json", "report.md"} <= set(res["files"])
+    sweep.collect_shipped(task, res)
+    assert "files" not in res
+    written = json.loads((task.folder() / "results.json").read_text())
+    assert written["seed"] == 3 and written["metrics"] == res["metrics"]
+
+
+def test_shipped_files_cannot_leave_their_folder(tmp_path: Path) -> None:
+    from icml2026.core.runner import write_run_folder
+
+    with pytest.raises(ValueError, match="leave"):
+        write_run_folder(tmp_path / "x" / "quick-seed0", {"../evil.txt": b"x"})
+    assert not (tmp_path / "evil.txt").exists() and not (tmp_path / "x" / "quick-seed0").exists()
+
+
+def test_sweep_refuses_gpus_without_ray(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["sweep", NUMPY_ONLY, "--seeds", "0", "--executor", "local", "--gpus-per-run", "1",
+                 "--out", str(tmp_path)]) == 2
+    assert "--gpus-per-run" in capsys.readouterr().err
+    assert main(["sweep", NUMPY_ONLY, "--seeds", "0", "--gpus-per-run", "-1", "--out", str(tmp_path)]) == 2
+
+
+@pytest.mark.timeout(600)
+def test_ray_reserves_a_gpu_per_run_and_ships_folders_back(tmp_path: Path) -> None:
+    ray = pytest.importorskip("ray")
+    # two fake GPUs: Ray hands each task one and sets CUDA_VISIBLE_DEVICES for it
+    ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        tasks = sweep.plan_tasks([NUMPY_ONLY], "quick", [0, 1, 2], [{}], tmp_path / "out")
+        results = sweep.execute(tasks, executor="ray", workers=2, gpus_per_run=1, cpus_per_run=1)
+    finally:
+        ray.shutdown()
+    assert [r["status"] for r in results] == ["ok"] * 3
+    for t in tasks:
+        res = json.loads((t.folder() / "results.json").read_text())
+        assert res["execution"]["cuda_visible_devices"] in ("0", "1")  # each run saw exactly one device
