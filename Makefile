@@ -11,7 +11,7 @@ TORCH_PIN := torch==2.13.0
 # CUDA build first (see README) or set TORCH_INDEX to a CUDA index; an installed torch 2.13.0 is kept.
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: install system-deps demo test test-slow bench report docs lint clean
+.PHONY: install system-deps demo test test-slow bench report docs lint clean gpu-wheels gpu-smoke
 
 install: $(STAMP)
 
@@ -67,3 +67,30 @@ lint: $(STAMP)
 
 clean:
 	rm -rf runs site .pytest_cache .mypy_cache .ruff_cache
+
+# GPU smoke check, for a CUDA machine without network that has its own CUDA build of torch (with transformers,
+# peft, timm, accelerate): icml2026 runs from src/ over that torch, the other pure-Python dependencies come from
+# gpu-wheels/ (made here by `make gpu-wheels`, carried along), and an experiment whose dependency is still
+# missing there is a skipped row that names it. Writes docs/gpu-smoke.md; exits 3 with one line without CUDA.
+GPU_PYTHON ?= python3
+GPU_WHEELS := gpu-wheels
+GPU_PURE := rich markdown-it-py mdurl pygments threadpoolctl markdown gymnasium farama-notifications cloudpickle \
+	highway-env networkx sentence-transformers diffusers flwr brevitas
+GPU_WHEELS_MAX_MB := 24
+
+gpu-wheels: $(STAMP)
+	rm -rf $(GPU_WHEELS) && mkdir -p $(GPU_WHEELS)
+	@# the versions installed here, so that the GPU machine runs what the tests ran
+	$(PY) -m pip download --quiet --no-deps --only-binary=:all: -d $(GPU_WHEELS) $$($(PY) -c "import sys; \
+	  from importlib.metadata import version; print(' '.join(n + '==' + version(n) for n in sys.argv[1:]))" \
+	  $(GPU_PURE)) 2>&1 | grep -v "^WARNING: Location" || true
+	@if ls $(GPU_WHEELS) | grep -v -- '-none-any\.whl$$'; then echo "$(GPU_WHEELS): not all pure-Python (above)"; exit 1; fi
+	@size=$$(du -sm $(GPU_WHEELS) | cut -f1); echo "$(GPU_WHEELS): $$size MB"; \
+	  if [ $$size -gt $(GPU_WHEELS_MAX_MB) ]; then echo "$(GPU_WHEELS) is over $(GPU_WHEELS_MAX_MB) MB"; exit 1; fi
+
+gpu-smoke:
+	@$(GPU_PYTHON) -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 3)" 2>/dev/null || \
+	  { echo "gpu-smoke: no CUDA device here (needs an NVIDIA GPU and a CUDA build of torch)"; exit 3; }
+	@if [ -d $(GPU_WHEELS) ]; then $(GPU_PYTHON) -m pip install --quiet --no-index --no-deps \
+	  --find-links $(GPU_WHEELS) $(GPU_PURE) 2>&1 | tail -3 || true; fi
+	PYTHONPATH=src $(GPU_PYTHON) -m icml2026 gpu-smoke --out docs/gpu-smoke.md

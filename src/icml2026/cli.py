@@ -127,6 +127,15 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="torch and BLAS thread count (default: auto, the cores available to this process)")
     c.add_argument("--store", action="store_true",
                    help="write the figures into the paper's controls.json (for developers of this library)")
+    g = sub.add_parser("gpu-smoke", parents=[common],
+                       help="every experiment with a device field on the GPU and on the CPU; one table")
+    g.add_argument("names", nargs="*", metavar="NAME", help="<slug>.<experiment> or <slug> (default: all)")
+    g.add_argument("--device", default="cuda", help="the accelerator to compare with the CPU (default: cuda)")
+    g.add_argument("--out", type=Path, default=Path("docs/gpu-smoke.md"),
+                   help="the Markdown table to write (default: docs/gpu-smoke.md)")
+    g.add_argument("--runs", type=Path, default=None, help="keep the run folders here (default: discarded)")
+    g.add_argument("--workers", default=None,
+                   help="processes for the CPU half, run beside the GPU half (default: the cores available less one)")
     rep = sub.add_parser("report", parents=[common], help="write reports/index.md over every run folder")
     rep.add_argument("--runs", type=Path, default=Path("runs"), help="folder of run folders (default: runs)")
     rep.add_argument("--out", type=Path, default=Path("reports"), help="report folder (default: reports)")
@@ -527,6 +536,40 @@ def _cmd_controls(args: argparse.Namespace) -> int:
     return status
 
 
+def _cmd_gpu_smoke(args: argparse.Namespace) -> int:
+    from .core.device import check_device_name
+    from .core.gpu_smoke import render_table, run_gpu_smoke
+
+    try:
+        check_device_name(args.device)
+    except ValueError as exc:
+        raise BadInput(f"--device: {exc}") from None
+    if args.names:
+        _resolve(args.names)  # a typo is bad input before anything runs
+    from .core.runner import available_cores
+
+    workers = (_parse_int(args.workers, "--workers", 1, 4096) if args.workers is not None
+               else max(1, available_cores() - 1))
+    import time
+
+    t0 = time.perf_counter()
+    rows = run_gpu_smoke(args.device, args.names or None, out=args.runs, workers=workers,
+                         log=lambda m: print(m, file=sys.stderr, flush=True))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(render_table(rows, args.device, time.perf_counter() - t0), encoding="utf-8")
+    print(f"wrote {args.out} ({len(rows)} experiments)")
+    status = EXIT_OK
+    for r in rows:
+        if r.skipped:
+            print(f"  {r.name}: {r.skipped}", file=sys.stderr)
+        if "error" in r.verdicts.values():
+            status = worst_status(status, EXIT_INTERNAL)
+        elif len(set(r.verdicts.values())) > 1:
+            print(f"  {r.name}: verdicts differ between devices: {r.verdicts}", file=sys.stderr)
+            status = worst_status(status, EXIT_FAILED)
+    return status
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from .core.report import ReportError, write_index
 
@@ -563,6 +606,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_sweep(args)
         if args.command == "controls":
             return _cmd_controls(args)
+        if args.command == "gpu-smoke":
+            return _cmd_gpu_smoke(args)
         return _cmd_report(args)
     except BadInput as exc:
         print(f"icml2026: error: {exc}", file=sys.stderr)
