@@ -56,9 +56,13 @@ def assemble(dst: Path) -> list[str]:
     (docs / "api" / "core.md").write_text("# icml2026.core\n\n" + "".join(
         f"::: icml2026.core.{m}\n\n" for m in ("config", "validate", "outcome", "registry", "runner", "report",
                                                "sweep", "aggregate", "errors", "rng", "progress")))
+    # the shared language-model layer: its package page lists what it exports (backends, usage records,
+    # the test server, the tiny-LM trainer), as a paper's page does
+    (docs / "api" / "core_textgen.md").write_text("# icml2026.core.textgen\n\n::: icml2026.core.textgen\n")
     nav = ["  - Overview: index.md", "  - Command line: cli.md", "  - Papers:"]
     nav += [f"    - {s}: papers/{s}.md" for s in slugs]
-    nav += ["  - API reference:", "    - core: api/core.md"] + [f"    - {s}: api/{s}.md" for s in slugs]
+    nav += ["  - API reference:", "    - core: api/core.md", "    - core.textgen: api/core_textgen.md"]
+    nav += [f"    - {s}: api/{s}.md" for s in slugs]
     (dst / "mkdocs.yml").write_text("\n".join([
         "site_name: icml2026",
         "site_description: Reference implementations of nineteen ICML 2026 papers",

@@ -33,6 +33,7 @@ from icml2026.core.textgen import (  # noqa: E402
     TextModel,
     TinyLMConfig,
     TrainConfig,
+    Usage,
     VocabTokenizer,
     build_tiny_causal_lm,
     serve_text_model,
@@ -140,6 +141,7 @@ def test_score_matches_manual_log_softmax_and_is_batch_invariant(family: str) ->
 def test_sampling_frequencies_match_scored_probabilities(family: str) -> None:
     be = random_backend(family)
     be.batch_size = 1000  # one prompt repeated: large batches keep this test fast
+    assert isinstance(be.tokenizer, VocabTokenizer)
     symbols = be.tokenizer.symbols[4:]
     probs = np.exp(be.score(["abc"] * len(symbols), symbols))
     assert probs.sum() < 1.0 + 1e-6  # the rest is EOS/specials
@@ -411,3 +413,30 @@ def test_constructor_validates_arguments() -> None:
         OpenAICompatBackend("http://127.0.0.1:1/v1", "m", api_key_env="sk-abc def")
     with pytest.raises(ValueError, match="timeout_s"):
         OpenAICompatBackend("http://127.0.0.1:1/v1", "m", timeout_s=0)
+
+
+# ------------------------------------------------------------------------------- usage records (issue 56)
+def test_samples_is_the_plain_result_plus_usage() -> None:
+    import copy
+    import pickle
+
+    from icml2026.core.textgen import RequestUsage, Samples, usage_of
+
+    out = Samples([["a", "b"], ["c", "d"]], [RequestUsage((0,), Usage.of(3, 4)), RequestUsage((1,), Usage.of(2, 1))])
+    assert out == [["a", "b"], ["c", "d"]] and out[1:] == [["c", "d"]] and type(out[1:]) is list
+    assert out.usage == Usage(5, 5, 10) and usage_of(out) == out.usage
+    for again in (pickle.loads(pickle.dumps(out)), copy.deepcopy(out)):
+        assert again == out and again.requests == out.requests  # survives a trip to a worker process
+    assert Samples([["a"]], [RequestUsage((0,), None)]).usage is None  # unknown, not zero
+    assert Samples([["a"]]).usage is None
+    with pytest.raises(ValueError, match="prompt_tokens"):
+        Usage(-1, 0, 0)
+
+
+def test_local_backend_counts_what_it_read_and_generated(trained: HFLocalBackend) -> None:
+    out = trained.sample(["abc=", "hello="], n=2, temperature=0, max_new_tokens=8, rng=make_rng(0))
+    assert out == [["cba"] * 2, ["olleh"] * 2]
+    # BOS + the prompt's characters once; each completion's characters and the EOS that ended it
+    assert out.prompt_usage == [Usage.of(5, 2 * 4), Usage.of(7, 2 * 6)]
+    cut = trained.sample(["hello="], n=1, temperature=0, max_new_tokens=8, stop=["l"], rng=make_rng(0))
+    assert cut == [["o"]] and cut.usage == Usage.of(7, 2)  # "o", then the "l" that completed the stop string

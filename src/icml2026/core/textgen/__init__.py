@@ -10,6 +10,12 @@ Two backends implement the :class:`TextModel` protocol:
   (stripped, validated, never stored, logged or returned), and scoring from token ids (vLLM's
   ``/tokenize`` + ``prompt_logprobs``) or, on other servers, by aligning the echoed tokens on the text.
 
+``sample`` returns a :class:`Samples`: the list of completions per prompt, which also keeps the token
+:class:`Usage` of every request (the server's ``usage``; for the local backend, the tokens the model read and
+generated); :func:`usage_of` reads it from any model's result. The HTTP backend sends chat prompts
+concurrently (``max_concurrency``). Chat requests are rendered by the tokenizer's chat template when it has
+one (:meth:`HFLocalBackend.chat_prompt_ids`, and the test server), by plain concatenation otherwise.
+
 ``serve_text_model`` puts any local model behind a loopback OpenAI-compatible server, so the HTTP path
 can be exercised offline; ``mode="vllm"`` reproduces vLLM's echo rules (BOS in the echo, ``text_offset``
 as vLLM computes it, ``/tokenize``, token-id prompts, streaming). :func:`train_tiny_lm` trains a tiny
@@ -26,7 +32,7 @@ from .http import (
     TextBackendError,
 )
 from .local import HFLocalBackend, HFTokenizerAdapter
-from .protocol import TextModel, TokenizerLike, VocabTokenizer
+from .protocol import RequestUsage, Samples, TextModel, TokenizerLike, Usage, VocabTokenizer, usage_of
 from .stub import serve_text_model
 from .train import (
     TinyLMConfig,
@@ -44,15 +50,19 @@ __all__ = [
     "HFLocalBackend",
     "HFTokenizerAdapter",
     "OpenAICompatBackend",
+    "RequestUsage",
+    "Samples",
     "TextBackendError",
     "TextModel",
     "TinyLMConfig",
     "TokenizerLike",
     "TrainConfig",
     "TrainResult",
+    "Usage",
     "VocabTokenizer",
     "build_tiny_causal_lm",
     "serve_text_model",
     "train_causal_lm",
     "train_tiny_lm",
+    "usage_of",
 ]

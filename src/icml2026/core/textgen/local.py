@@ -1,16 +1,31 @@
-"""A ``transformers`` causal LM behind the :class:`TextModel` protocol (local weights only, CPU or GPU)."""
+"""A ``transformers`` causal LM behind the :class:`TextModel` protocol (local weights only, CPU or GPU).
+
+Chat requests (:meth:`HFLocalBackend.sample_chat`, or ``sample`` with ``chat=True``) are rendered with the
+tokenizer's chat template when it has one (``tokenizer.apply_chat_template(messages,
+add_generation_prompt=True)``), and as the plain concatenation of the message contents only when it has none.
+"""
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..rng import torch_generator
-from .protocol import TokenizerLike, VocabTokenizer, check_sample_args, check_score_args, cut_at_stop
+from .protocol import (
+    RequestUsage,
+    Samples,
+    TokenizerLike,
+    Usage,
+    VocabTokenizer,
+    check_messages,
+    check_sample_args,
+    check_score_args,
+    cut_at_stop,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -44,6 +59,24 @@ class HFTokenizerAdapter:
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         return list(enc["input_ids"]), [int(a) for a, _ in enc["offset_mapping"]]
 
+    @property
+    def has_chat_template(self) -> bool:
+        """Whether the tokenizer carries a chat template (``chat_template`` set, as instruct models ship)."""
+        return bool(getattr(self.tokenizer, "chat_template", None))
+
+    def encode_chat(self, messages: Sequence[Mapping[str, str]]) -> list[int]:
+        """Ids of ``messages`` rendered by the chat template with the assistant's turn opened.
+
+        The template's text is tokenized without adding special tokens: the template writes BOS itself
+        where the model expects one (vLLM's convention for chat requests), so BOS is never doubled.
+        """
+        if not self.has_chat_template:
+            raise ValueError("this tokenizer has no chat template")
+        text = self.tokenizer.apply_chat_template(
+            [dict(m) for m in messages], add_generation_prompt=True, tokenize=False
+        )
+        return self.encode(str(text))
+
 
 class HFLocalBackend:
     """Sample from and score with a local causal LM (any ``transformers`` ``*ForCausalLM``).
@@ -56,9 +89,14 @@ class HFLocalBackend:
     device : ``"cpu"``, ``"cuda"``, ``"cuda:1"``... (default: CPU).
     batch_size : sequences per forward pass.
     name : label used in results.
+    chat : treat every prompt of :meth:`sample` and :meth:`score` as one user message of a chat and render
+        it as :meth:`chat_prompt_ids` does (for instruct models, which answer plain prompts poorly).
 
     Sampling draws every token on the CPU from a ``torch.Generator`` made from the caller's numpy
     generator, so a fixed ``rng`` gives the same completions on any device (up to floating point).
+    :meth:`sample` returns a :class:`~.protocol.Samples` whose usage counts what the model read and
+    generated, as vLLM counts it: each prompt's tokens (BOS included) once, and every generated token of
+    every completion (the EOS that ended one, and the token that completed a stop string, included).
     """
 
     def __init__(
@@ -69,6 +107,7 @@ class HFLocalBackend:
         device: str | torch.device | None = None,
         batch_size: int = 64,
         name: str = "hf-local",
+        chat: bool = False,
     ) -> None:
         import torch
 
@@ -79,6 +118,7 @@ class HFLocalBackend:
         self.tokenizer = tokenizer
         self.batch_size = int(batch_size)
         self._name = name
+        self.chat = bool(chat)
         params = inspect.signature(self.model.forward).parameters
         # transformers 5 renamed ``past_key_values`` to ``cache`` (input and output); support both.
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
@@ -104,6 +144,7 @@ class HFLocalBackend:
         dtype: Any = None,
         batch_size: int = 64,
         name: str | None = None,
+        chat: bool = False,
     ) -> HFLocalBackend:
         """Load model and tokenizer from a local folder (``save_pretrained`` output); never downloads.
 
@@ -126,7 +167,7 @@ class HFLocalBackend:
             tok = VocabTokenizer.load(folder)
         else:
             tok = HFTokenizerAdapter(AutoTokenizer.from_pretrained(folder, local_files_only=True))
-        return cls(model, tok, device=device, batch_size=batch_size, name=name or folder.name)
+        return cls(model, tok, device=device, batch_size=batch_size, name=name or folder.name, chat=chat)
 
     def save_pretrained(self, path: str | Path) -> None:
         """Write model weights, config and (vocabulary or HF) tokenizer into ``path``."""
@@ -141,13 +182,39 @@ class HFLocalBackend:
             raise TypeError(f"cannot save tokenizer of type {type(self.tokenizer).__name__}")
 
     # --------------------------------------------------------------------------------------------- core
-    def _prompt_ids(self, prompt: str) -> list[int]:
+    @property
+    def has_chat_template(self) -> bool:
+        """Whether chat requests are rendered by the tokenizer's chat template (else concatenated)."""
+        return bool(getattr(self.tokenizer, "has_chat_template", False))
+
+    def _plain_ids(self, prompt: str) -> list[int]:
         ids = ([self.tokenizer.bos_id] if self.tokenizer.bos_id is not None else []) + self.tokenizer.encode(
             prompt
         )
         if not ids:
             raise ValueError("an empty prompt needs a tokenizer with a BOS token")
         return ids
+
+    def chat_prompt_ids(self, messages: Sequence[Mapping[str, str]]) -> list[int]:
+        """The token ids a chat request starts generating from.
+
+        With a chat template (an :class:`HFTokenizerAdapter` whose tokenizer has ``chat_template``):
+        ``apply_chat_template(messages, add_generation_prompt=True)``, tokenized without added special
+        tokens. Without one (a :class:`VocabTokenizer`, or a tokenizer that ships none): the plain
+        concatenation of the message contents, one per line, tokenized like a prompt (BOS first).
+        """
+        messages = check_messages(messages)
+        if self.has_chat_template:
+            ids = list(self.tokenizer.encode_chat(messages))  # type: ignore[attr-defined]
+            if not ids:
+                raise ValueError("the chat template rendered these messages as no token")
+            return ids
+        return self._plain_ids("\n".join(m["content"] for m in messages))
+
+    def _prompt_ids(self, prompt: str) -> list[int]:
+        if self.chat:
+            return self.chat_prompt_ids([{"role": "user", "content": prompt}])
+        return self._plain_ids(prompt)
 
     def _check_length(self, length: int) -> None:
         if self.max_positions is not None and length > self.max_positions:
@@ -168,21 +235,61 @@ class HFLocalBackend:
         max_new_tokens: int = 32,
         stop: Sequence[str] = (),
         rng: np.random.Generator,
-    ) -> list[list[str]]:
+    ) -> Samples:
         """``n`` completions per prompt (ancestral sampling at ``temperature``; 0 = greedy), batched.
 
         Generation of a sequence ends at EOS, at a stop string (cut off from the returned text) or after
-        ``max_new_tokens`` tokens. Returns ``out[i][j]``, completion ``j`` of prompt ``i``.
+        ``max_new_tokens`` tokens. Returns ``out[i][j]``, completion ``j`` of prompt ``i``, as a
+        :class:`~.protocol.Samples` with one usage record per prompt. With ``chat=True`` each prompt is
+        one user message (see :meth:`chat_prompt_ids`).
         """
         prompts = check_sample_args(prompts, n, temperature, max_new_tokens, stop)
+        return self._sample_ids([self._prompt_ids(p) for p in prompts], n, temperature, max_new_tokens, stop, rng)
+
+    def sample_chat(
+        self,
+        conversations: Sequence[Sequence[Mapping[str, str]]],
+        *,
+        n: int = 1,
+        temperature: float = 1.0,
+        max_new_tokens: int = 32,
+        stop: Sequence[str] = (),
+        rng: np.random.Generator,
+    ) -> Samples:
+        """``n`` replies per conversation (a list of ``{"role", "content"}`` messages), as :meth:`sample`.
+
+        Each conversation is rendered by :meth:`chat_prompt_ids`: through the tokenizer's chat template
+        with the assistant's turn opened when the tokenizer has one, else as the plain concatenation of the
+        message contents.
+        """
+        if isinstance(conversations, (str, Mapping)) or not isinstance(conversations, Sequence):
+            raise TypeError("conversations must be a sequence of message lists")
+        check_sample_args([], n, temperature, max_new_tokens, stop)
+        ids = [self.chat_prompt_ids(c) for c in conversations]
+        return self._sample_ids(ids, n, temperature, max_new_tokens, stop, rng)
+
+    def _sample_ids(
+        self,
+        prompt_ids: list[list[int]],
+        n: int,
+        temperature: float,
+        max_new_tokens: int,
+        stop: Sequence[str],
+        rng: np.random.Generator,
+    ) -> Samples:
         gen = torch_generator(rng)
-        flat = [self._prompt_ids(p) for p in prompts for _ in range(n)]
+        flat = [ids for ids in prompt_ids for _ in range(n)]
         texts: list[str] = []
+        counts: list[int] = []
         for start in range(0, len(flat), self.batch_size):
-            texts.extend(
-                self._generate(flat[start : start + self.batch_size], temperature, max_new_tokens, stop, gen)
-            )
-        return [texts[i * n : (i + 1) * n] for i in range(len(prompts))]
+            t, c = self._generate(flat[start : start + self.batch_size], temperature, max_new_tokens, stop, gen)
+            texts.extend(t)
+            counts.extend(c)
+        usage = [
+            RequestUsage((i,), Usage.of(len(ids), sum(counts[i * n : (i + 1) * n])))
+            for i, ids in enumerate(prompt_ids)
+        ]
+        return Samples([texts[i * n : (i + 1) * n] for i in range(len(prompt_ids))], usage)
 
     def _generate(
         self,
@@ -191,7 +298,8 @@ class HFLocalBackend:
         max_new_tokens: int,
         stop: Sequence[str],
         gen: torch.Generator,
-    ) -> list[str]:
+    ) -> tuple[list[str], list[int]]:
+        """Completions of a batch and the number of tokens generated for each (EOS included)."""
         import torch
 
         width = max(len(x) for x in batch)
@@ -207,6 +315,7 @@ class HFLocalBackend:
         )
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         out_ids: list[list[int]] = [[] for _ in batch]
+        n_generated = [0] * len(batch)
         done = [False] * len(batch)
         eos = self.tokenizer.eos_id
         with torch.no_grad():
@@ -221,6 +330,7 @@ class HFLocalBackend:
                 for b, t in enumerate(nxt.tolist()):
                     if done[b]:
                         continue
+                    n_generated[b] += 1
                     if eos is not None and t == eos:
                         done[b] = True
                         continue
@@ -233,7 +343,7 @@ class HFLocalBackend:
                 pos = pos[:, -1:] + 1
                 cache = getattr(out, self._cache_kw)
                 out = self._forward(nxt.view(-1, 1).to(self.device), mask, pos, cache)
-        return [cut_at_stop(self.tokenizer.decode(x), stop)[0] for x in out_ids]
+        return [cut_at_stop(self.tokenizer.decode(x), stop)[0] for x in out_ids], n_generated
 
     def token_logprobs(self, text: str) -> tuple[list[int], list[float | None], list[int]]:
         """Per-token view of ``text``: ids, log-probs (None for the first token when there is no BOS) and

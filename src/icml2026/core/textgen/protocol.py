@@ -1,17 +1,30 @@
-"""The :class:`TextModel` protocol, argument checks shared by the backends, a vocabulary tokenizer."""
+"""The :class:`TextModel` protocol, token usage records, argument checks shared by the backends, a vocabulary
+tokenizer."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["TextModel", "TokenizerLike", "VocabTokenizer", "check_sample_args", "check_score_args"]
+__all__ = [
+    "RequestUsage",
+    "Samples",
+    "TextModel",
+    "TokenizerLike",
+    "Usage",
+    "VocabTokenizer",
+    "check_messages",
+    "check_sample_args",
+    "check_score_args",
+    "usage_of",
+]
 
 
 @runtime_checkable
@@ -22,6 +35,10 @@ class TextModel(Protocol):
     completion strings (the text generated after the prompt, with any stop string cut off), drawn at
     ``temperature`` (0 means greedy). ``score(prompts, continuations)`` returns, shape ``(len(prompts),)``,
     the natural-log probability of each continuation given its prompt, summed over its tokens.
+
+    The backends of this package return a :class:`Samples` from ``sample``: the same list of lists, which
+    also carries the token usage of the call (read it with :func:`usage_of`, which also accepts the plain
+    lists other models return).
     """
 
     @property
@@ -54,6 +71,127 @@ class TokenizerLike(Protocol):
     def encode(self, text: str) -> list[int]: ...
 
     def decode(self, ids: Sequence[int]) -> str: ...
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts of one request, as an OpenAI-compatible server reports them in ``usage``.
+
+    ``prompt_tokens`` counts each prompt once per request (not once per completion), ``completion_tokens``
+    counts the tokens of every completion returned. A request repeated because the server returned fewer
+    than ``n`` completions is a second request with its own prompt tokens.
+    """
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+    def __post_init__(self) -> None:
+        for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
+
+    @classmethod
+    def of(cls, prompt_tokens: int, completion_tokens: int) -> Usage:
+        """The usage whose total is the sum of its two parts."""
+        return cls(int(prompt_tokens), int(completion_tokens), int(prompt_tokens) + int(completion_tokens))
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        """The OpenAI ``usage`` object."""
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class RequestUsage:
+    """The usage of one request (HTTP backend) or of one prompt (local backend), and the prompts it covers.
+
+    ``prompts`` holds the indices, in the call's ``prompts``, of the prompts the request carried; ``usage``
+    is None when the server sent no ``usage`` object.
+    """
+
+    prompts: tuple[int, ...]
+    usage: Usage | None
+
+
+class Samples(list[list[str]]):
+    """What ``sample`` returns: ``out[i][j]`` is completion ``j`` of prompt ``i``, plus the token usage.
+
+    It is a ``list`` (it compares equal to, and serialises as, the plain list of lists); slicing gives a
+    plain list. Usage is never estimated: it is what the server reported (HTTP backend) or what the model
+    read and generated (local backend).
+
+    Attributes
+    ----------
+    requests : one :class:`RequestUsage` per request sent (HTTP backend) or per prompt (local backend),
+        in prompt order.
+    """
+
+    def __init__(self, rows: Iterable[list[str]] = (), requests: Sequence[RequestUsage] = ()) -> None:
+        super().__init__(rows)
+        self.requests: tuple[RequestUsage, ...] = tuple(requests)
+
+    @property
+    def usage(self) -> Usage | None:
+        """Token counts summed over the call's requests; None when a request reported none (a partial sum
+        would undercount) or when there were no requests."""
+        if not self.requests or any(r.usage is None for r in self.requests):
+            return None
+        total = Usage(0, 0, 0)
+        for r in self.requests:
+            assert r.usage is not None
+            total = total + r.usage
+        return total
+
+    @property
+    def prompt_usage(self) -> list[Usage | None]:
+        """Usage per prompt: the sum over the requests that carried that prompt alone. None for a prompt
+        sent together with others (the server reports one total per request) or without usage."""
+        out: list[Usage | None] = []
+        for i in range(len(self)):
+            mine = [r for r in self.requests if i in r.prompts]
+            if not mine or any(len(r.prompts) != 1 or r.usage is None for r in mine):
+                out.append(None)
+                continue
+            total = Usage(0, 0, 0)
+            for r in mine:
+                assert r.usage is not None
+                total = total + r.usage
+            out.append(total)
+        return out
+
+    def __repr__(self) -> str:
+        return f"Samples({list.__repr__(self)}, usage={self.usage!r})"
+
+
+def usage_of(result: Sequence[Sequence[str]]) -> Usage | None:
+    """The token usage a ``sample`` call recorded, or None (a model that reports none, e.g. a plain list)."""
+    return result.usage if isinstance(result, Samples) else None
+
+
+def check_messages(conversation: Any) -> list[dict[str, str]]:
+    """Validate one chat conversation: a non-empty list of ``{"role": str, "content": str}`` mappings."""
+    if isinstance(conversation, (str, Mapping)) or not isinstance(conversation, Sequence) or not conversation:
+        raise TypeError("a conversation must be a non-empty list of {'role': ..., 'content': ...} messages")
+    out = []
+    for k, m in enumerate(conversation):
+        if not isinstance(m, Mapping) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
+            raise TypeError(f"message {k} must be a mapping with string 'role' and 'content', got {m!r}")
+        out.append({"role": str(m["role"]), "content": str(m["content"])})
+    return out
 
 
 def check_sample_args(

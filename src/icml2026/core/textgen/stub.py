@@ -3,8 +3,17 @@
 It speaks the subset of the completions API that :class:`OpenAICompatBackend` and the official ``openai``
 client use: ``/v1/completions`` with ``prompt`` (a string or a list), ``n``, ``temperature``,
 ``max_tokens``, ``stop``, ``seed``, ``stream``, and ``echo=True`` with ``logprobs`` (for models exposing
-``token_logprobs``, such as :class:`HFLocalBackend`); ``/v1/chat/completions`` with the user messages.
+``token_logprobs``, such as :class:`HFLocalBackend`); ``/v1/chat/completions`` with the messages.
 It binds 127.0.0.1 only and is not a production server.
+
+Chat requests are rendered as a real server renders them: a model with ``sample_chat``
+(:class:`HFLocalBackend`) applies its tokenizer's chat template
+(``apply_chat_template(messages, add_generation_prompt=True)``) when the tokenizer has one; the message
+contents are concatenated, one per line, only when it has none (or the model has no ``sample_chat``).
+Every answer carries ``usage`` when the model counts tokens (:class:`~.protocol.Samples`, which
+:class:`HFLocalBackend` returns); it is left out, never made up, when the model does not.
+``latency_s`` delays every answer outside the model's lock, like the round trip to a server that batches
+concurrent requests.
 
 Two modes:
 
@@ -24,6 +33,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,7 +41,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .protocol import TextModel
+from .protocol import TextModel, Usage, check_messages, usage_of
 
 __all__ = ["serve_text_model", "serve_json"]
 
@@ -64,6 +74,12 @@ class _Engine:
 
     def __init__(self, model: TextModel, mode: str, tokenize: bool) -> None:
         self.model, self.mode, self.tokenize_route = model, mode, tokenize
+        if getattr(model, "chat", False) is True:
+            raise ValueError(
+                "serve a model built with chat=False: the server applies the chat template to chat requests "
+                "itself, and completions requests are plain prompts"
+            )
+        self.tok: Any = getattr(model, "tokenizer", None)
         if mode == "vllm":
             tok = getattr(model, "tokenizer", None)
             if tok is None or not hasattr(model, "logprobs_of_ids"):
@@ -123,18 +139,36 @@ class _Engine:
             return [list(x) for x in p]
         raise _BadRequest("prompt must be a string, a list of strings or (vllm mode) token ids")
 
-    def _generate(self, prompt_text: str, req: dict[str, Any], n: int, rng: np.random.Generator) -> list[str]:
+    def _prompt_tokens(self, prompt: str | list[int]) -> int | None:
+        """Tokens of a completions prompt as the model reads it (BOS included), None without a tokenizer."""
+        if not isinstance(prompt, str):
+            return len(prompt)
+        if self.tok is None:
+            return None
+        bos = getattr(self.tok, "bos_id", None)
+        return (bos is not None) + len(self.tok.encode(prompt))
+
+    def _generate(
+        self, prompt: str | list[int], req: dict[str, Any], n: int, rng: np.random.Generator
+    ) -> tuple[list[str], Usage | None]:
+        """``n`` completions of one completions prompt and their usage (None if the model counts none)."""
         max_tokens = _int(req, "max_tokens", 16, 0)
         if max_tokens == 0:
-            return [""] * n
-        return self.model.sample(
-            [prompt_text],
+            n_prompt = self._prompt_tokens(prompt)
+            return [""] * n, None if n_prompt is None else Usage.of(n_prompt, 0)
+        text = prompt if isinstance(prompt, str) else self.tok.decode(prompt)
+        out = self.model.sample(
+            [text],
             n=n,
             temperature=float(req.get("temperature", 1.0)),
             max_new_tokens=max_tokens,
             stop=tuple(req.get("stop") or ()),
             rng=rng,
-        )[0]
+        )
+        used = usage_of(out)
+        if used is not None and not isinstance(prompt, str):  # vLLM counts the ids sent
+            used = Usage.of(len(prompt), used.completion_tokens)
+        return out[0], used
 
     def _echo_logprobs(
         self, prompt: str | list[int], gen: str, req: dict[str, Any]
@@ -205,9 +239,11 @@ class _Engine:
             raise _BadRequest("max_tokens = 0 needs echo")
         rng = np.random.default_rng(int(req.get("seed") or 0))
         choices = []
+        usage: Usage | None = Usage(0, 0, 0)
         for i, p in enumerate(prompts):
             text_p = p if isinstance(p, str) else self.tok.decode(p)
-            gens = self._generate(text_p, req, n, rng)
+            gens, used = self._generate(p, req, n, rng)
+            usage = None if usage is None or used is None else usage + used
             for j, g in enumerate(gens):
                 choice: dict[str, Any] = {
                     "index": i * n + j,
@@ -224,34 +260,53 @@ class _Engine:
                     else:
                         choice["text"] = text_p + g
                 choices.append(choice)
-        return {
+        body = {
             "id": "cmpl-stub",
             "object": "text_completion",
             "created": 0,
             "model": req.get("model"),
             "choices": choices,
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
         }
+        if usage is not None:
+            body["usage"] = usage.to_dict()
+        return body
 
     def chat(self, req: dict[str, Any]) -> dict[str, Any]:
         msgs = req.get("messages")
         if not isinstance(msgs, list) or not msgs:
             raise _BadRequest("messages must be a non-empty list")
-        prompt = "\n".join(str(m["content"]) for m in msgs)
+        try:
+            msgs = check_messages(msgs)
+        except TypeError as exc:
+            raise _BadRequest(str(exc)) from None
         n = _int(req, "n", 1, 1)
         rng = np.random.default_rng(int(req.get("seed") or 0))
-        req = {**req, "max_tokens": _int(req, "max_tokens", 16, 1)}
-        outs = self._generate(prompt, req, n, rng)
-        return {
+        kwargs: dict[str, Any] = {
+            "n": n,
+            "temperature": float(req.get("temperature", 1.0)),
+            "max_new_tokens": _int(req, "max_tokens", 16, 1),
+            "stop": tuple(req.get("stop") or ()),
+            "rng": rng,
+        }
+        sample_chat = getattr(self.model, "sample_chat", None)
+        if sample_chat is not None:  # the model's tokenizer decides: its chat template, or concatenation
+            out = sample_chat([msgs], **kwargs)
+        else:
+            out = self.model.sample(["\n".join(m["content"] for m in msgs)], **kwargs)
+        used = usage_of(out)
+        body = {
             "id": "chatcmpl-stub",
             "object": "chat.completion",
             "created": 0,
             "model": req.get("model"),
             "choices": [
                 {"index": j, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
-                for j, t in enumerate(outs)
+                for j, t in enumerate(out[0])
             ],
         }
+        if used is not None:
+            body["usage"] = used.to_dict()
+        return body
 
 
 def _stream_events(body: dict[str, Any], chat: bool) -> Iterator[bytes]:
@@ -299,10 +354,16 @@ class _JSONHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's listen backlog of 5 drops the connections of a burst of concurrent requests, which
+    # the client's kernel retries a second later; real servers listen with a backlog in the hundreds
+    request_queue_size = 128
+
+
 @contextmanager
 def _serve(handler: type[BaseHTTPRequestHandler], port: int) -> Iterator[str]:
     """Run ``handler`` on 127.0.0.1 in a background thread; yields ``http://127.0.0.1:P/v1``."""
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server = _Server(("127.0.0.1", port), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
@@ -344,16 +405,26 @@ def serve_json(answer: Callable[[dict[str, Any]], dict[str, Any]], *, route: str
 
 @contextmanager
 def serve_text_model(
-    model: TextModel, *, port: int = 0, mode: Literal["exact", "vllm"] = "exact", tokenize: bool = True
+    model: TextModel,
+    *,
+    port: int = 0,
+    mode: Literal["exact", "vllm"] = "exact",
+    tokenize: bool = True,
+    latency_s: float = 0.0,
 ) -> Iterator[str]:
     """Serve ``model`` on 127.0.0.1 in a background thread; yields the base URL (``http://127.0.0.1:P/v1``).
 
     ``mode`` chooses what echo scoring returns (see the module docstring); ``tokenize`` (vllm mode only)
-    serves vLLM's ``/tokenize``. Requests are answered one at a time (the model is not assumed
-    thread-safe). The server stops when the ``with`` block ends.
+    serves vLLM's ``/tokenize``. The model answers one request at a time (it is not assumed
+    thread-safe); ``latency_s`` seconds are added to every answer outside that lock, so concurrent
+    requests wait them out together, as behind a server that batches them. Chat requests go through the
+    model's chat template when its tokenizer has one (see the module docstring). The server stops when
+    the ``with`` block ends.
     """
     if mode not in ("exact", "vllm"):
         raise ValueError(f"mode must be 'exact' or 'vllm', got {mode!r}")
+    if isinstance(latency_s, bool) or not isinstance(latency_s, (int, float)) or not 0 <= latency_s < float("inf"):
+        raise ValueError(f"latency_s must be a finite number >= 0, got {latency_s!r}")
     engine = _Engine(model, mode, tokenize)
     lock = threading.Lock()
 
@@ -364,6 +435,8 @@ def serve_text_model(
                 if not isinstance(req, dict):
                     raise _BadRequest("the request body must be a JSON object")
                 path = self.path.rstrip("/")
+                if latency_s:
+                    time.sleep(latency_s)
                 with lock:
                     if path.endswith("/v1/chat/completions"):
                         body, chat = engine.chat(req), True
