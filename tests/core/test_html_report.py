@@ -72,6 +72,9 @@ def test_site_in_a_headless_browser(toy_registry: dict, tmp_path: Path, capsys: 
         for p in pages:
             page.goto(p.as_uri())
             assert page.title() != "pwned"
+            text = page.text_content("body") or ""
+            if "&amp;" in text or "&gt;" in text or "&lt;" in text:  # escaped twice: the entity shows as text
+                broken.append(f"{p.name}: an HTML entity is visible in the rendered text")
             images = page.eval_on_selector_all("img", "els => els.map(e => [e.src, e.complete && e.naturalWidth > 0])")
             for src, ok in images:
                 if not ok:
