@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from .report import (
+    BEFORE_ROLES_NOTE,
+    CONTROL_PRESETS,
     GroupKey,
     RunRecord,
     Skipped,
@@ -182,11 +184,9 @@ def _group_body(key: GroupKey, group: list[RunRecord], figs: dict[tuple[str, str
 
 
 # ------------------------------------------------------------------------------------------------ front page
-_CONTROL_PRESETS = ("planted", "null")  # runs of the controls (core.controls): never a verdict of the paper
+_CONTROL_PRESETS = CONTROL_PRESETS
 _NO_FIGURE = {"", "-", "\u2014", "\u2013"}  # a paper field holding only a dash states no figure of the paper
-_BEFORE_ROLES_NOTE = ("hold runs recorded before checks had roles: every check of such a run counts as a claim, and "
-                      "no precondition was measured, so its verdict cannot be undecided. The paper's card says "
-                      "whether it was rerun.")
+_BEFORE_ROLES_NOTE = BEFORE_ROLES_NOTE
 
 
 def headline_groups(groups: dict[GroupKey, list[RunRecord]]) -> dict[str, GroupKey]:

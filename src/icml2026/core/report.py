@@ -56,10 +56,18 @@ __all__ = [
     "group_verdict",
     "power_text",
     "is_before_roles",
+    "CONTROL_PRESETS",
+    "BEFORE_ROLES_NOTE",
 ]
 
 _FIGURE_RE = __import__("re").compile(r"^[A-Za-z0-9_.-]+\.png$")
 _PRESET_ORDER = {"paper": 0, "full": 1, "quick": 2, "smoke": 3}
+#: The presets of the controls (core.controls): their runs are never a verdict of the paper.
+CONTROL_PRESETS = ("planted", "null")
+#: The footnote of rows (or experiments) whose runs predate check roles; the HTML report uses it too.
+BEFORE_ROLES_NOTE = ("hold runs recorded before checks had roles: every check of such a run counts as a claim, and no "
+                     "precondition was measured, so its verdict cannot be undecided. The paper's card says whether it "
+                     "was rerun.")
 
 
 class ReportError(ValueError):
@@ -609,9 +617,7 @@ def write_index(runs: Path, reports: Path, *, log: Any = None) -> Path:
     lines += ["", f"Of {len(groups_all)} rows: {n_by[REPRODUCED]} reproduced on every seed, {n_by[NOT_REPRODUCED]} not "
               f"reproduced, {n_by[UNDECIDED]} undecided.", ""]
     if n_old:
-        lines += [f"† {n_old} row(s) hold runs recorded before checks had roles: every check of such a run counts as a "
-                  "claim, and no precondition was measured, so its verdict cannot be undecided. The paper's card "
-                  "says whether it was rerun.", ""]
+        lines += [f"† {n_old} row(s) {BEFORE_ROLES_NOTE}", ""]
     lines += _sweeps_section(runs, skipped)
     notes = [(r.folder, n) for r in records for n in r.notes]
     if notes:
