@@ -90,10 +90,11 @@ def compact_png(src: Path, dest: Path) -> None:
                 shutil.copyfile(src, dest)
                 return
             im.load()
+            out: Image.Image = im
             if im.width > max_w or im.height > max_h:
                 scale = min(max_w / im.width, max_h / im.height)
-                im = im.convert("RGB").resize((max(1, round(im.width * scale)), max(1, round(im.height * scale))),
-                                              Image.Resampling.LANCZOS)
-            _write_palette_png(im, Path(dest))
+                out = im.convert("RGB").resize((max(1, round(im.width * scale)), max(1, round(im.height * scale))),
+                                               Image.Resampling.LANCZOS)
+            _write_palette_png(out, Path(dest))
     except UnidentifiedImageError:
         raise ValueError(f"{src}: not a PNG image") from None
