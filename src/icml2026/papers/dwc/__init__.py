@@ -19,6 +19,7 @@ action_scale, bias      ``DWCPolicy.action_scale``, ``DWCPolicy.action_bias``
 """
 
 from .baselines import DWCActor, MLPActor, QuantMLPActor
+from .checkpoint import convert_checkpoint, load_checkpoint
 from .data import ControlLaw, lqr_cartpole_law, sample_states
 from .encoding import ObsNormalizer, thermometer_encode, thermometer_thresholds
 from .interpret import FirstLayerReport, first_layer_report
@@ -32,8 +33,10 @@ __all__ = [
     "ControlLaw", "DWCActor", "DWCPolicy", "EFDLookup", "ExportResult", "FirstLayerReport", "IntegerDWC",
     "LUTLayer", "LearnableMapping", "MAPPING_TAU", "MLPActor", "QuantMLPActor", "ObsNormalizer",
     "PolicyError", "SACConfig",
-    "SACResult", "SimulationResult", "efd_constants", "efd_weights", "evaluate", "export_verilog",
-    "first_layer_report", "fit_mse", "have_iverilog", "have_yosys", "head_affine", "lqr_cartpole_law",
+    "SACResult", "SimulationResult", "convert_checkpoint", "efd_constants", "efd_weights", "evaluate",
+    "export_verilog",
+    "first_layer_report", "fit_mse", "have_iverilog", "have_yosys", "head_affine", "load_checkpoint",
+    "lqr_cartpole_law",
     "make_actor", "make_env", "sample_states", "simulate", "synth_stats", "thermometer_encode",
     "thermometer_thresholds", "train_sac",
 ]

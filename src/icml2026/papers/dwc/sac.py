@@ -3,7 +3,9 @@
 One gymnasium env, uniform random actions for ``learning_starts`` steps, twin 256-256 ReLU critics with
 Polyak-averaged targets, delayed actor updates (every ``policy_frequency`` steps, ``policy_frequency``
 updates), automatic entropy tuning (target ``-act_dim``). Critics see the normalised observation.
-Checkpoints hold everything but the env's internal state and are loaded with ``weights_only=True``.
+Checkpoints hold everything but the env's internal state and are loaded with ``weights_only=True``; training
+writes the full format, and a compact one (:mod:`.checkpoint`: 16-bit optimiser moments and target critics, a
+subsampled buffer, compressed) also resumes.
 
 Device: ``train_sac(..., device="cuda")`` puts the actor, the critics and their targets, the entropy parameter and
 the replay buffer on that device. Every random draw stays on the CPU generators of the CPU path (drawn there,
@@ -33,6 +35,7 @@ from icml2026.core.device import resolve_device
 from icml2026.core.validate import positive_int
 
 from .baselines import DWCActor, MLPActor, QuantMLPActor, _reinit
+from .checkpoint import load_checkpoint, save_checkpoint
 from .policy import DWCPolicy
 
 __all__ = ["ENVS", "SACConfig", "SACResult", "make_actor", "train_sac", "evaluate", "make_env", "check_dwc_size",
@@ -245,7 +248,9 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
     cfg : hyper-parameters.
     rng : numpy generator (env seeds, warm-up actions, torch generator for init and sampling).
     checkpoint_path : where checkpoints are written every ``cfg.checkpoint_every`` steps and at the end;
-        if the file exists training resumes from it (a fresh env episode starts at the resumed step).
+        if the file exists training resumes from it (a fresh env episode starts at the resumed step). Full and
+        compact files (:func:`.checkpoint.convert_checkpoint`) both resume; a finished run's file is read, not
+        rewritten.
     stop_at : stop after this many total steps (simulated interruption; a checkpoint is written).
     progress : show progress (``core.progress.track``); a string is used as its description (default
         ``"SAC <actor> <env_id>"``).
@@ -308,7 +313,8 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
     ckpt = Path(checkpoint_path) if checkpoint_path is not None else None
     if ckpt is not None and ckpt.exists():
         # map_location: a checkpoint written on a GPU resumes on the CPU and vice versa
-        state = torch.load(ckpt, weights_only=True, map_location=dev)
+        # either format (full, or compact: expanded, see .checkpoint), read with torch.load(weights_only=True)
+        state = load_checkpoint(ckpt, map_location=dev)
         for mod, key in ((actor, "actor"), (q1, "q1"), (q2, "q2"), (q1t, "q1t"), (q2t, "q2t")):
             mod.load_state_dict(state[key])
         opt_q.load_state_dict(state["opt_q"])
@@ -337,10 +343,7 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
                  "curve": [[a, b] for a, b in curve]}
         if eval_rng is not None:
             state["eval_rng_state"] = eval_rng.bit_generator.state
-        ckpt.parent.mkdir(parents=True, exist_ok=True)
-        tmp = ckpt.with_suffix(ckpt.suffix + ".tmp")
-        torch.save(state, tmp)
-        tmp.replace(ckpt)  # atomic: an interruption never leaves a half-written checkpoint
+        save_checkpoint(state, ckpt)  # full format, atomic (an interruption never leaves a half-written file)
 
     ep_ret = 0.0
     end = cfg.total_steps if stop_at is None else min(stop_at, cfg.total_steps)
@@ -418,7 +421,8 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
             curve.append((step + 1, float(np.mean(evaluate(actor, cfg.env_id, cfg.curve_episodes, eval_rng)))))
         if (step + 1) % cfg.checkpoint_every == 0:
             save(step + 1)
-    save(end)
+    if end > start:  # a run reloaded from its final checkpoint trained nothing: its file is left as it was
+        save(end)
     env.close()
     actor.to("cpu")  # the circuit export, the integer path and the final evaluation run on the CPU
     n_log = min(cfg.log_last_obs, end)
