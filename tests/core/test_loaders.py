@@ -121,6 +121,11 @@ def test_encoder_round_trips_with_same_hidden_states(tmp_path: Path) -> None:
     batch = _batch(loaded)
     with torch.no_grad():
         assert torch.equal(loaded.model(**batch).last_hidden_state, model(**batch).last_hidden_state)
+    # from_pretrained options and config overrides pass through; what the loader sets cannot be overridden
+    eager = load_encoder(tmp_path / "enc", model_kwargs={"attn_implementation": "eager", "hidden_dropout_prob": 0.0})
+    assert eager.model.config._attn_implementation == "eager" and eager.model.config.hidden_dropout_prob == 0.0
+    with pytest.raises(BadInput, match="local_files_only are set by the loader"):
+        load_encoder(tmp_path / "enc", model_kwargs={"local_files_only": False})
 
 
 def test_dtype_and_device(tmp_path: Path) -> None:

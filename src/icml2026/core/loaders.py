@@ -44,7 +44,7 @@ accepts (``cpu``, ``cuda``, ``cuda:<n>``, ``mps``). Every loaded model is return
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -300,6 +300,9 @@ def _load_transformers(auto_class: str, what: str, path: str | Path, *, key: str
                        "load the model alone with load_tokenizer=False")
     import transformers
 
+    clash = sorted({"local_files_only", "gguf_file", "dtype", "torch_dtype", "device_map"} & set(extra_kwargs))
+    if clash:
+        raise BadInput(f"model_kwargs: {', '.join(clash)} are set by the loader (use its dtype / device / gguf_file)")
     model_class = getattr(transformers, auto_class)
     try:
         model = model_class.from_pretrained(source, dtype=torch_dtype, **kwargs, **extra_kwargs)
@@ -314,8 +317,8 @@ def _load_transformers(auto_class: str, what: str, path: str | Path, *, key: str
 
 
 def load_causal_lm(path: str | Path, *, dtype: str | None = None, device: str = "cpu",
-                   gguf_file: str | None = None, load_tokenizer: bool = True,
-                   key: str = "model") -> LoadedModel:
+                   gguf_file: str | None = None, load_tokenizer: bool = True, key: str = "model",
+                   model_kwargs: Mapping[str, Any] | None = None) -> LoadedModel:
     """A causal LM and its tokenizer (``AutoModelForCausalLM``, ``AutoTokenizer``), never downloaded.
 
     Parameters
@@ -328,6 +331,8 @@ def load_causal_lm(path: str | Path, *, dtype: str | None = None, device: str = 
     gguf_file : the GGUF file's name inside the folder ``path``.
     load_tokenizer : ``False`` loads the model alone (``tokenizer`` is then ``None``).
     key : the ``--set`` key the path came from, named in error messages.
+    model_kwargs : passed on to ``from_pretrained`` (e.g. ``{"attn_implementation": "eager"}``, or config
+        overrides such as ``{"hidden_dropout_prob": 0.0}``).
 
     Returns
     -------
@@ -342,12 +347,12 @@ def load_causal_lm(path: str | Path, *, dtype: str | None = None, device: str = 
     """
     return _load_transformers("AutoModelForCausalLM", "a causal LM", path, key=key, dtype=dtype, device=device,
                               gguf_file=gguf_file, load_tokenizer=load_tokenizer, kinds=("hf", "gguf"),
-                              extra_kwargs={})
+                              extra_kwargs=dict(model_kwargs or {}))
 
 
 def load_sequence_classifier(path: str | Path, *, dtype: str | None = None, device: str = "cpu",
-                             num_labels: int | None = None, load_tokenizer: bool = True,
-                             key: str = "model") -> LoadedModel:
+                             num_labels: int | None = None, load_tokenizer: bool = True, key: str = "model",
+                             model_kwargs: Mapping[str, Any] | None = None) -> LoadedModel:
     """A sequence classifier and its tokenizer (``AutoModelForSequenceClassification``), never downloaded.
 
     Parameters
@@ -361,6 +366,7 @@ def load_sequence_classifier(path: str | Path, *, dtype: str | None = None, devi
         folder's is replaced by a new one (``ignore_mismatched_sizes``).
     load_tokenizer : ``False`` loads the model alone.
     key : the ``--set`` key the path came from, named in error messages.
+    model_kwargs : passed on to ``from_pretrained`` (e.g. ``{"attn_implementation": "eager"}``).
 
     Returns
     -------
@@ -373,18 +379,19 @@ def load_sequence_classifier(path: str | Path, *, dtype: str | None = None, devi
     MissingDependency
         transformers is not installed.
     """
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = dict(model_kwargs or {})
     if num_labels is not None:
         if isinstance(num_labels, bool) or not isinstance(num_labels, int) or num_labels < 1:
             raise BadInput(f"num_labels = {num_labels!r}: must be an integer >= 1")
-        extra = {"num_labels": num_labels, "ignore_mismatched_sizes": True}
+        extra.update(num_labels=num_labels, ignore_mismatched_sizes=True)
     return _load_transformers("AutoModelForSequenceClassification", "a sequence classifier", path, key=key,
                               dtype=dtype, device=device, gguf_file=None, load_tokenizer=load_tokenizer,
                               kinds=("hf",), extra_kwargs=extra)
 
 
 def load_encoder(path: str | Path, *, dtype: str | None = None, device: str = "cpu",
-                 load_tokenizer: bool = True, key: str = "model") -> LoadedModel:
+                 load_tokenizer: bool = True, key: str = "model",
+                 model_kwargs: Mapping[str, Any] | None = None) -> LoadedModel:
     """A bare encoder and its tokenizer (``AutoModel``: hidden states, no task head), never downloaded.
 
     Parameters
@@ -394,6 +401,7 @@ def load_encoder(path: str | Path, *, dtype: str | None = None, device: str = "c
     device : where the model goes.
     load_tokenizer : ``False`` loads the model alone.
     key : the ``--set`` key the path came from, named in error messages.
+    model_kwargs : passed on to ``from_pretrained`` (e.g. ``{"attn_implementation": "eager"}``).
 
     Returns
     -------
@@ -407,7 +415,8 @@ def load_encoder(path: str | Path, *, dtype: str | None = None, device: str = "c
         transformers is not installed.
     """
     return _load_transformers("AutoModel", "an encoder", path, key=key, dtype=dtype, device=device,
-                              gguf_file=None, load_tokenizer=load_tokenizer, kinds=("hf",), extra_kwargs={})
+                              gguf_file=None, load_tokenizer=load_tokenizer, kinds=("hf",),
+                              extra_kwargs=dict(model_kwargs or {}))
 
 
 # ---------------------------------------------------------------------------------------------------- vision
