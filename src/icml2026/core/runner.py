@@ -272,21 +272,29 @@ def run_experiment(
     results = _results_dict(exp, cfg, preset, seed, outcome, wall, overrides or {})
     results["execution"] = {"threads": int(n_threads), "deterministic": bool(deterministic),
                             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    with _new_run_folder(final) as tmp:
+        for name, fig in outcome.figures.items():
+            save_figure(fig, tmp / f"{name}.png")
+        (tmp / "results.json").write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")
+        (tmp / "report.md").write_text(render_run_report(results))
+    return RunResult(path=final, results=results)
+
+
+@contextlib.contextmanager
+def _new_run_folder(final: Path) -> Iterator[Path]:
+    """A temporary folder beside ``final``, renamed to ``final`` when the block ends without an error (under
+    the folder's lock, stale temporaries of dead processes removed first); removed if the block fails."""
     _mkdirs(final.parent)
     with _folder_lock(final):
         _clean_stale(final)
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-{os.getpid()}-", dir=final.parent))
         try:
             os.chmod(tmp, _dir_mode())
-            for name, fig in outcome.figures.items():
-                save_figure(fig, tmp / f"{name}.png")
-            (tmp / "results.json").write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")
-            (tmp / "report.md").write_text(render_run_report(results))
+            yield tmp
             _replace_dir(tmp, final)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-    return RunResult(path=final, results=results)
 
 
 def write_run_folder(final: Path, files: dict[str, bytes]) -> None:
@@ -295,22 +303,13 @@ def write_run_folder(final: Path, files: dict[str, bytes]) -> None:
     The same lock, temporary name and rename as :func:`run_experiment`; paths that would leave the folder
     (absolute, ``..``) are refused.
     """
-    _mkdirs(final.parent)
-    with _folder_lock(final):
-        _clean_stale(final)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-{os.getpid()}-", dir=final.parent))
-        try:
-            os.chmod(tmp, _dir_mode())
-            for rel, data in files.items():
-                p = Path(rel)
-                if p.is_absolute() or ".." in p.parts or not p.parts:
-                    raise ValueError(f"shipped run file {rel!r} would leave its run folder")
-                (tmp / p).parent.mkdir(parents=True, exist_ok=True)
-                (tmp / p).write_bytes(data)
-            _replace_dir(tmp, final)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+    bad = [rel for rel in files if Path(rel).is_absolute() or ".." in Path(rel).parts or not Path(rel).parts]
+    if bad:
+        raise ValueError(f"shipped run file {bad[0]!r} would leave its run folder")
+    with _new_run_folder(final) as tmp:
+        for rel, data in files.items():
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / rel).write_bytes(data)
 
 
 def _dir_mode() -> int:
