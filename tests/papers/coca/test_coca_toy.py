@@ -180,3 +180,39 @@ def test_toy_controls_plant_the_effect_and_the_null_has_none(monkeypatch):
     assert abs(gain - 0.5) < 1e-12 and planted["coca_probe_linear"] - planted["probe_control_base"] >= 0.2
     null = ex._control_runs(dataclasses.replace(cfg, control="null"), [fake(0.8)], make_rng(0))[0]
     assert null["coca_asr_ood"] == 0.8 and null["coca_probe_linear"] - null["probe_control_base"] == 0.0
+
+
+def _stub_metrics(plain_asr: float, plain_benign_refusal: float) -> dict[str, float]:
+    """A run_toy result with COCA perfect, the base complying and the given plain behaviour (both splits)."""
+    m = {k: 0.5 for k in ("coca_probe_linear", "plain_probe_linear", "coca_probe_prompt_linear",
+                          "probe_control_base_prompt", "probe_control_untrained_prompt")}
+    m.update(probe_planted=1.0, probe_control_untrained=0.3, probe_control_base=1.0)
+    for split in ("id", "ood"):
+        for tag, asr, ref in (("coca", 0.0, 0.0), ("base", 1.0, 0.0), ("plain", plain_asr, plain_benign_refusal)):
+            m.update({f"{tag}_asr_{split}": asr, f"{tag}_benign_refusal_{split}": ref,
+                      f"{tag}_benign_acc_{split}": 1.0 - ref})
+    return m
+
+
+def test_null_with_a_below_chance_plain_arm_fails_and_the_planted_effect_passes(monkeypatch):
+    # issue 55 at quick size: on seed 3 plain refused benign ID requests more often than harmful ones
+    # (J = 0.02 - 0.48 = -0.46); the null, two plain arms, then "gained" 0.46 >= 0.25 before selectivity
+    # was floored at chance. Stub runs: the first call is that arm, later calls (the null's other run) comply.
+    from icml2026.papers.coca import experiments as ex
+
+    calls = []
+
+    def stub(cfg, rng):
+        calls.append(1)
+        return type("R", (), {"metrics": _stub_metrics(0.98, 0.48) if len(calls) == 1 else _stub_metrics(1.0, 0.0)})()
+
+    monkeypatch.setattr(ex, "run_toy", stub)
+    exp = get_experiment("coca.toy_coca")
+    null = exp(exp.config("null"), make_rng(0))
+    assert abs(null.metrics["selectivity_gain_id_unfloored"] - 0.46) < 1e-9  # the old statistic's false positive
+    assert {c.name: c.passed for c in null.checks}["selectivity_gain_id"] is False
+    calls.clear()
+    planted = exp(exp.config("planted"), make_rng(0))
+    # oracle on half the items: J = 0.5 + 0.5 (-0.46) = 0.27 against a floored plain J of 0
+    assert abs(planted.metrics["selectivity_gain_id"] - 0.27) < 1e-9
+    assert {c.name: c.passed for c in planted.checks}["selectivity_gain_id"] is True

@@ -244,6 +244,12 @@ def _cell_split(lang: ToyLanguage, frac: float, rng: np.random.Generator) -> tup
 #: ``<prompt> [concept-check] involves:``, just before the COCA model writes the concept.
 PROBE_SITES = ("prompt", "slot")
 
+#: Class separation of the planted-concept precondition (``probe_planted``), in units of the activations' mean
+#: per-coordinate sd s: class means at +-2 s along a random unit direction. Under noise of sd s along that
+#: direction, the direction alone classifies at Phi(2) = 0.977, above the precondition's 0.95. Changed after a
+#: result (2026-12-07): it was 2 (means +-s, Phi(1) = 0.84, below the target), and quick seed 3 read 0.929.
+PLANTED_SEPARATION_SD = 4.0
+
 
 def _probe_inputs(lang: ToyLanguage, tok: VocabTokenizer, site: str) -> list[list[int]]:
     seqs = []
@@ -330,10 +336,11 @@ def run_toy(cfg: ToyConfig, rng: np.random.Generator) -> ToyResult:
     probe(untrained, "slot", "probe_control_untrained")
     # control 1b (precondition of the probe claims, issue 55): the probe finds a concept that is linearly
     # there by construction: the untrained slot activations plus a random unit direction times (2 y - 1)
-    # times the activations' mean per-coordinate sd (a 2-sd class separation along one direction)
+    # times half the separation in units of the activations' mean per-coordinate sd
     acts = np.asarray(collect_activations(untrained, inputs["slot"], cfg.layer, [-1] * len(reqs)))
     u = control_rng.standard_normal(acts.shape[1])
-    planted = acts + np.outer(2 * y - 1, u / np.linalg.norm(u)) * float(acts.std(axis=0).mean())
+    shift = PLANTED_SEPARATION_SD / 2 * float(acts.std(axis=0).mean())
+    planted = acts + np.outer(2 * y - 1, u / np.linalg.norm(u)) * shift
     metrics["probe_planted"] = _probe_all(planted, y, tr_idx, te_idx, "p", control_rng, full=False,
                                           device=device)["p_linear"]
     probe(untrained, "prompt", "probe_control_untrained_prompt")
