@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from icml2026.core import runner
 from icml2026.core.runner import limit_blas_threads
 
 limit_blas_threads(1)
@@ -18,3 +21,11 @@ from hypothesis import settings  # noqa: E402
 
 settings.register_profile("icml2026", derandomize=True, print_blob=True)
 settings.load_profile("icml2026")
+
+
+@pytest.fixture(autouse=True)
+def _one_core_for_threads_auto(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--threads auto`` means one thread in the suite. A process that once ran torch with two threads keeps
+    kernel choices that make its later one-thread results differ in the last bits from a fresh process's, and
+    several tests compare in-process runs with runs in spawned worker processes bit for bit."""
+    monkeypatch.setattr(runner, "available_cores", lambda: 1)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from icml2026.cli import main
-from icml2026.core import sweep
-from icml2026.core.runner import available_cores, default_deterministic
+from icml2026.core import runner, sweep
+from icml2026.core.runner import default_deterministic
 
 ROOT = Path(__file__).resolve().parents[2]
 NUMPY_ONLY = "attention_queries.exact_recovery"  # pure numpy: a closed-form recovery
@@ -61,10 +61,19 @@ def test_deterministic_default_and_record(tmp_path: Path, capsys: pytest.Capture
     assert res["execution"]["threads"] == 1 and res["execution"]["deterministic"] is False
     assert main(["run", NUMPY_ONLY, "--preset", "quick", "--out", str(tmp_path / "b")]) == 0
     res = json.loads(next((tmp_path / "b").rglob("results.json")).read_text())
-    assert res["execution"] == {"threads": available_cores(), "deterministic": True,
+    assert res["execution"] == {"threads": runner.available_cores(), "deterministic": True,
                                 "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
     assert main(["run", NUMPY_ONLY, "--threads", "zero", "--out", str(tmp_path)]) == 2
     assert "--threads" in capsys.readouterr().err
+
+
+def test_threads_auto_is_the_cores_available(monkeypatch: pytest.MonkeyPatch) -> None:
+    from icml2026.cli import _threads
+
+    monkeypatch.setattr(runner, "available_cores", lambda: 3)  # the suite itself pins auto to 1 (tests/conftest)
+    assert _threads("auto") == 3 and _threads("2") == 2
+    monkeypatch.undo()
+    assert 1 <= runner.available_cores() <= (os.cpu_count() or 1)
 
 
 def test_a_shipped_run_is_written_by_the_driver_not_the_worker(tmp_path: Path) -> None:
