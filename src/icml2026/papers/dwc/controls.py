@@ -15,6 +15,8 @@ at the same SAC budget) compare two trained actors. Two things make such a verdi
 
 from __future__ import annotations
 
+import abc
+
 import numpy as np
 import torch
 from torch import nn
@@ -42,7 +44,7 @@ PLANTED_RATIO = 4707 / 4977
 NULL_RATIO = 7529 / 11066
 
 
-class FixedController(nn.Module):
+class FixedController(nn.Module, metaclass=abc.ABCMeta):
     """A controller without parameters, with the actors' ``deterministic(obs) -> action`` interface.
 
     It is an ``nn.Module`` (with no parameters) only so that :func:`.sac.evaluate` runs it unchanged.
@@ -52,8 +54,9 @@ class FixedController(nn.Module):
         super().__init__()
         self.obs_dim, self.act_dim = obs_dim, act_dim
 
+    @abc.abstractmethod
     def _action(self, obs: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """The action of one finite observation; each controller below defines it."""
 
     def deterministic(self, obs: np.ndarray | torch.Tensor) -> np.ndarray:
         """The action (act_dim,) for one observation (obs_dim,)."""

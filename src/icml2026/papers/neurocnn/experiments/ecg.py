@@ -18,6 +18,7 @@ from .protocol import (
     ZeroShotConfig,
     _check_models,
     _check_plateau_fields,
+    _check_test_rates,
     _plateau_checks,
     _rate_figure,
     _training_table,
@@ -64,10 +65,7 @@ class EcgConfig:
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
-        if self.train_fs not in self.test_rates:
-            raise ValueError(f"test_rates = {self.test_rates}: must include train_fs ({self.train_fs:g})")
-        if len(set(self.test_rates)) != len(self.test_rates):
-            raise ValueError(f"test_rates = {self.test_rates}: lists a rate twice")
+        _check_test_rates(self)
         _check_plateau_fields(self)
         if self.recording_s < self.window_s + 1:
             raise ValueError(f"recording_s = {self.recording_s}: must exceed window_s ({self.window_s}) by >= 1 s")

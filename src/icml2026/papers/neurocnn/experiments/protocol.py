@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -36,6 +37,14 @@ class EvalPredictions:
     rows: dict[str, dict[float, np.ndarray]] = field(default_factory=dict)
 
 _ALL_MODELS = ("neurocnn", "cnn", "fno", "ckconv")
+
+
+def _check_test_rates(cfg: Any) -> None:
+    """``test_rates`` includes ``train_fs`` and lists no rate twice (the zero-shot configs' shared rule)."""
+    if cfg.train_fs not in cfg.test_rates:
+        raise ValueError(f"test_rates = {cfg.test_rates}: must include train_fs ({cfg.train_fs:g})")
+    if len(set(cfg.test_rates)) != len(cfg.test_rates):
+        raise ValueError(f"test_rates = {cfg.test_rates}: lists a rate twice")
 
 
 def _check_plateau_fields(cfg: object) -> None:
@@ -137,10 +146,7 @@ class ZeroShotConfig:
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
-        if self.train_fs not in self.test_rates:
-            raise ValueError(f"test_rates = {self.test_rates}: must include train_fs ({self.train_fs:g})")
-        if len(set(self.test_rates)) != len(self.test_rates):
-            raise ValueError(f"test_rates = {self.test_rates}: lists a rate twice")
+        _check_test_rates(self)
         _check_models(self.models)
         _check_plateau_fields(self)
         _check_model_sizes(self, self.test_rates)
