@@ -16,6 +16,7 @@ from icml2026.papers.sponge_tool_attack import (
     ToolCall,
     ToolCallError,
     default_tools,
+    parse_native_call,
     parse_tool_call,
 )
 
@@ -31,22 +32,40 @@ def test_parse_accepts_exactly_the_two_forms() -> None:
     assert parse_tool_call('{"final_answer": " 42 "}', NAMES) == FinalAnswer("42")
 
 
+@pytest.mark.parametrize("text", [
+    '{\n  "tool": "calculator",\n  "argument": "1+1"\n}',                    # JSON over several lines
+    '```json\n{\n  "tool": "calculator",\n  "argument": "1+1"\n}\n```',      # inside a code fence
+    'I will compute it.\n```\n{"tool": "calculator", "argument": "1+1"}\n```',  # prose, then a fence
+    'Action: {"tool": "calculator", "argument": "1+1"} and then I answer',      # prose around one object
+])
+def test_parse_survives_multi_line_json_and_code_fences(text: str) -> None:
+    # issue 66: a chat model's formatting must not turn a well-formed call into a failed turn
+    assert parse_tool_call(text, NAMES) == ToolCall("calculator", "1+1")
+
+
 @pytest.mark.parametrize("text,why", [
-    ("calculator(1+1)", "single JSON object"),
-    ('{"tool": "calculator", "argument": "1"} and more', "single JSON object"),
-    ('[{"tool": "calculator", "argument": "1"}]', "single JSON object"),
+    ("calculator(1+1)", "no JSON object"),
     ('{"tool": "calculator", "argument": "1", "extra": 1}', "keys must be"),
     ('{"tool": "calculator", "tool": "python", "argument": "1"}', "duplicate"),
     ('{"tool": "calculator", "argument": 7}', "must be strings"),
     ('{"tool": "shell", "argument": "rm -rf /"}', "unknown tool"),
     ('{"final_answer": ["a"]}', "must be a string"),
-    ('{"tool": "calculator", "argument": "1"', "single JSON object"),
+    ('{"tool": "calculator", "argument": "1"', "invalid JSON"),
+    ('```json\n{"tool": "calculator"}\n```', "keys must be"),
     ('{"tool": "calculator", "argument": "' + "x" * 3000 + '"}', "longer than"),
     ("{" * 5000 + "}" * 5000, "invalid JSON|characters"),
 ])
 def test_parse_rejects_malformed_or_hostile(text: str, why: str) -> None:
     with pytest.raises(ToolCallError, match=why):
         parse_tool_call(text, NAMES)
+
+
+def test_native_tool_call_arguments_are_checked() -> None:
+    assert parse_native_call("calculator", '{"argument": "2*3"}', NAMES) == ToolCall("calculator", "2*3")
+    for name, args, why in (("shell", '{"argument": "ls"}', "unknown tool"), ("calculator", "{", "invalid JSON"),
+                            ("calculator", '{"expr": "1"}', "must be"), (None, "{}", "function name")):
+        with pytest.raises(ToolCallError, match=why):
+            parse_native_call(name, args, NAMES)
 
 
 def test_steps_tokens_and_answer_are_logged() -> None:
@@ -64,7 +83,10 @@ def test_malformed_and_hostile_calls_end_the_step_not_the_agent(tmp_path: Path) 
     replies = ["not json", call("python", "import os"), call("shell", "ls"),
                call("calculator", f"__import__('os').system('touch {marker}')"), '{"final_answer": "done"}']
     traj = ToolAgent(ScriptedBackend(replies), default_tools(), 15).run("q")
-    assert traj.n_steps == 4 and traj.answer == "done" and not traj.cap_hit
+    # the tool errors (python import, calculator escape) ran: 2 steps; the unparsable and unknown-tool turns
+    # failed: 2 failed turns, not steps
+    assert traj.n_steps == 2 and traj.n_errors == 2 and traj.n_turns == 4 and traj.answer == "done"
+    assert not traj.cap_hit and not traj.error_stop
     assert traj.steps[0].error and traj.steps[2].error  # parse errors recorded
     assert traj.steps[1].observation.startswith("error:") and traj.steps[3].observation.startswith("error:")
     assert not marker.exists()
@@ -77,7 +99,8 @@ def test_budget_cap_and_forced_final_answer() -> None:
     traj = ToolAgent(ScriptedBackend(reply), default_tools(), 5).run("q")
     assert traj.n_steps == 5 and traj.cap_hit and traj.answer == "7"
     traj2 = ToolAgent(ScriptedBackend(["garbage"]), default_tools(), 3).run("q")
-    assert traj2.n_steps == 3 and traj2.cap_hit and traj2.answer is None and traj2.n_errors == 3
+    assert traj2.n_steps == 0 and traj2.n_errors == 3 and traj2.answer is None
+    assert not traj2.cap_hit and traj2.error_stop  # failed turns end the episode; they are not the budget
 
 
 def test_failing_backend_is_an_error_step() -> None:
@@ -87,8 +110,9 @@ def test_failing_backend_is_an_error_step() -> None:
         def sample(self, *a: object, **k: object) -> list[list[str]]:
             raise ConnectionError("server down")
 
-    traj = ToolAgent(Broken(), default_tools(), 2).run("q")
-    assert traj.n_steps == 2 and all("server down" in (s.error or "") for s in traj.steps)
+    traj = ToolAgent(Broken(), default_tools(), 2, max_failed_turns=2).run("q")
+    assert traj.n_steps == 0 and traj.n_errors == 2 and traj.error_stop
+    assert all("server down" in (s.error or "") for s in traj.steps)
 
 
 def test_agent_bad_inputs() -> None:
@@ -130,6 +154,9 @@ def test_hf_local_and_openai_compatible_backends_give_the_same_trajectory(tmp_pa
     d_local, d_http = t_local.to_dict(), t_http.to_dict()
     assert d_local.keys() == d_http.keys()  # one trajectory schema
     assert [s.raw for s in t_local.steps] == [s.raw for s in t_http.steps]  # greedy: same text both ways
-    assert t_local.n_steps == t_http.n_steps >= 1
+    assert t_local.n_turns == t_http.n_turns >= 1 and t_local.n_steps == t_http.n_steps
+    # tokens as the backends count them (the local model's read/generated tokens; the server's usage)
+    assert t_local.usage_source == t_http.usage_source == "usage"
+    assert (t_local.prompt_tokens, t_local.completion_tokens) == (t_http.prompt_tokens, t_http.completion_tokens)
     assert all(s.raw and s.error is None or "JSON" in (s.error or "") for s in t_local.steps)
     assert not any("backend error" in (s.error or "") for s in t_local.steps + t_http.steps)

@@ -21,9 +21,14 @@ from icml2026.papers.sponge_tool_attack import (
     SimAgent,
     STAAttacker,
     TemplateRewriter,
+    Step,
+    ToolAgent,
     Trajectory,
+    default_tools,
     extract_facts,
     make_tasks,
+    merge_policies,
+    paired_metrics,
     preserves_facts,
     reward,
 )
@@ -32,8 +37,50 @@ Q = "Bruno buys 10 apples at 6 dollars each and pays with a 96 dollar note. How 
 
 
 def traj(steps: int, answer: str | None) -> Trajectory:
-    """A trajectory with ``steps`` placeholder steps (only their number matters to the reward)."""
-    return Trajectory("q", tuple([None] * steps), answer, False, 0, 0, 15)  # type: ignore[arg-type]
+    """A trajectory with ``steps`` executed tool calls (only their number matters to the reward)."""
+    return Trajectory("q", tuple(Step(i, "{}", "calculator", "1", "1", None, 0, 0) for i in range(steps)),
+                      answer, False, 0, 0, 15)
+
+
+def test_merging_llm_written_policies_keeps_their_text() -> None:
+    # issue 66: merging two LLM-written policies (no operators) gave a policy with empty text that entered the
+    # bank with the mean score and could become its top policy
+    a, b = Policy((), "Ask for every intermediate value."), Policy((), "Request a second method.")
+    bank = PolicyBank([a, b])
+    ev = [Attempt("q", p, "x", 0.9, r, 3) for p, r in ((a, 4.0), (a, 6.0), (b, 2.0), (b, 3.0))]
+    for at in ev:
+        bank.record(at.policy, at.reward)
+    BanditInductor(min_trials=2).induce(bank, ev)
+    new = [p for p in bank.policies() if p not in (a, b)]
+    assert len(new) == 1 and a.text in new[0].text and b.text in new[0].text
+    assert all(p.text.strip() for p in bank.policies())
+    mixed = merge_policies(a, Policy.of("verify"))
+    assert mixed is not None and a.text in mixed.text and mixed.ops == ("verify",)
+    assert merge_policies(Policy.of("verify"), Policy.of("decompose")) == Policy.of("verify", "decompose")
+    assert merge_policies(a, a) is None
+    with pytest.raises(ValueError, match="non-empty text"):
+        Policy((), "  ")
+
+
+def test_failed_turns_are_not_attack_cost() -> None:
+    # issue 66: a rewrite that only breaks the victim's output format scored as a sponge (its failed turns
+    # counted as steps and as a cap hit)
+    def victim_reply(prompt: str) -> str:
+        if "budget is used up" in prompt or "Observation 1: 14" in prompt:
+            return '{"final_answer": "14"}'
+        if "SPONGE" in prompt:
+            return "Sure! Let me think about this (no JSON here)."
+        return '{"tool": "calculator", "argument": "50 - 12 * 3"}'
+
+    victim = ToolAgent(ScriptedBackend(victim_reply), default_tools(), 3)
+    clean, attacked = victim.run("How much is 50 - 12 * 3?"), victim.run("How much is 50 - 12 * 3? SPONGE")
+    assert (clean.n_steps, clean.n_errors, clean.cap_hit) == (1, 0, False)
+    assert (attacked.n_steps, attacked.n_turns, attacked.n_errors) == (0, 3, 3)
+    assert not attacked.cap_hit and attacked.error_stop and attacked.failed_tokens > 0
+    assert reward(clean, attacked) == -1.0  # fewer executed steps: no gain
+    m = paired_metrics([clean], [attacked], ["14"], [1.0], [True], np.random.default_rng(0), 20)
+    assert m.delta_steps == -1.0 and m.cap_attacked == 0.0 and m.failed_attacked == 3.0
+    assert m.error_stop_attacked == 1.0 and m.tokens_attacked > m.failed_tokens_attacked > 0
 
 
 def test_reward_closed_form() -> None:
@@ -200,7 +247,9 @@ def test_llm_roles_and_victim_over_an_openai_compatible_server(encoder) -> None:
 
     def victim(prompt: str) -> str:  # a "model" that verifies once per procedural sentence it was given
         n_obs = prompt.count("Observation ")
-        wanted = 1 + prompt.split("Query: ")[1].split("\n")[0].count("Verify")
+        # the chat arrives as system prompt, user query, then assistant / observation turns (the stub server
+        # joins the messages of a model without a chat template, one per line)
+        wanted = 1 + prompt.split("when done.\n")[1].split("\n")[0].count("Verify")
         if n_obs < wanted:
             return '{"tool": "calculator", "argument": "50 - 12 * 3"}'
         return '{"final_answer": "14"}'

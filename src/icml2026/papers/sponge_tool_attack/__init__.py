@@ -15,7 +15,9 @@ R, J, I                  :class:`TemplateRewriter` / :class:`LLMRewriter`, :clas
 Policy Bank, History     :class:`PolicyBank`, :class:`HistoryBuffer`
 tau_sem                  ``EmbeddingJudge(tau_sem=0.80)`` on MiniLM cosine
 r                        :func:`reward`: steps(x') - steps(x) if the answers agree, else -1
-Delta steps, cap hit     :func:`paired_metrics` (bootstrap intervals)
+Delta steps, cap hit     :func:`paired_metrics` (bootstrap intervals); steps are executed tool calls,
+                         failed turns are reported apart (``Trajectory.n_errors``)
+victim at an endpoint    :func:`open_endpoint` (``victim_url`` / ``model=PATH`` / :class:`SimChatModel`)
 """
 
 from .agent import (
@@ -27,8 +29,13 @@ from .agent import (
     ToolCall,
     ToolCallError,
     Trajectory,
+    chat_messages,
     count_tokens,
+    extract_json_object,
+    parse_native_call,
     parse_tool_call,
+    system_prompt,
+    tool_schemas,
 )
 from .attack import (
     OPERATORS,
@@ -47,14 +54,17 @@ from .attack import (
     TemplateRewriter,
     Verdict,
     extract_facts,
+    merge_policies,
     preserves_facts,
     reward,
     seed_policies,
 )
 from .baselines import STATIC_SPONGE, clean_rewrite, naive_paraphrase, static_sponge
+from .controls_plant import PAPER_CAP_INCREASE, PAPER_DELTA_STEPS, PlantedPlanner, planted_extras
 from .data import DOMAINS, KnowledgeBase, Task, make_knowledge_base, make_tasks, split_tasks
 from .defense import StepAnomalyDetector
 from .embed import SentenceEncoder, split_sentences
+from .endpoint import SimChatModel, open_endpoint, steps_from_messages
 from .metrics import PairedMetrics, bootstrap_ci, is_correct, paired_metrics
 from .sandbox import SandboxViolation, check_code, run_sandboxed
 from .sim import SimAgent, core_plan
@@ -63,9 +73,11 @@ from .tools import Tool, default_tools, safe_arithmetic
 __all__ = [
     "DOMAINS",
     "OPERATORS",
+    "PAPER_CAP_INCREASE",
+    "PAPER_DELTA_STEPS",
     "STATIC_SPONGE",
-    "Attempt",
     "AttackLog",
+    "Attempt",
     "BanditInductor",
     "EmbeddingJudge",
     "FinalAnswer",
@@ -76,6 +88,7 @@ __all__ = [
     "LLMRewriter",
     "PairedMetrics",
     "Planner",
+    "PlantedPlanner",
     "Policy",
     "PolicyBank",
     "Rewrite",
@@ -84,6 +97,7 @@ __all__ = [
     "ScriptedBackend",
     "SentenceEncoder",
     "SimAgent",
+    "SimChatModel",
     "Step",
     "StepAnomalyDetector",
     "Task",
@@ -95,18 +109,24 @@ __all__ = [
     "Trajectory",
     "Verdict",
     "bootstrap_ci",
+    "chat_messages",
     "check_code",
     "clean_rewrite",
     "core_plan",
     "count_tokens",
     "default_tools",
     "extract_facts",
+    "extract_json_object",
     "is_correct",
     "make_knowledge_base",
     "make_tasks",
+    "merge_policies",
     "naive_paraphrase",
+    "open_endpoint",
     "paired_metrics",
+    "parse_native_call",
     "parse_tool_call",
+    "planted_extras",
     "preserves_facts",
     "reward",
     "run_sandboxed",
@@ -115,4 +135,7 @@ __all__ = [
     "split_sentences",
     "split_tasks",
     "static_sponge",
+    "steps_from_messages",
+    "system_prompt",
+    "tool_schemas",
 ]

@@ -25,6 +25,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from icml2026.core.textgen import OpenAICompatBackend, TextBackendError, Usage, usage_of
+
 from .tools import MAX_ARGUMENT_CHARS, Tool
 
 __all__ = [
@@ -67,21 +69,52 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)
 
 
-def parse_tool_call(text: str, tool_names: Sequence[str]) -> ToolCall | FinalAnswer:
-    """Parse one turn strictly (see the module docstring); raise :class:`ToolCallError` saying why."""
+_FENCE_RE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\r?\n?(.*?)```", re.DOTALL)
+
+
+def extract_json_object(text: str) -> str:
+    """The first JSON object of a model's turn: inside a code fence when there is one, else the first
+    ``{...}`` that decodes (prose around it is ignored). Raise :class:`ToolCallError` when there is none.
+
+    Chat models wrap JSON in fences, spread it over several lines and add a sentence before it; the
+    object itself is then parsed as strictly as before (:func:`parse_tool_call`).
+    """
     if not isinstance(text, str):
         raise ToolCallError(f"model output must be text, got {type(text).__name__}")
     if len(text) > MAX_RAW_CHARS:
         raise ToolCallError(f"model output has {len(text)} characters (at most {MAX_RAW_CHARS})")
-    s = text.strip()
-    if not (s.startswith("{") and s.endswith("}")):
-        raise ToolCallError("model output is not a single JSON object")
+    fence = _FENCE_RE.search(text)
+    s = fence.group(1) if fence else text
+    start = s.find("{")
+    if start < 0:
+        raise ToolCallError("model output holds no JSON object")
     try:
-        obj = json.loads(s, object_pairs_hook=_no_duplicates)
+        _, end = json.JSONDecoder(object_pairs_hook=_no_duplicates).raw_decode(s, start)
     except ToolCallError:
         raise
     except (ValueError, RecursionError) as exc:
         raise ToolCallError(f"invalid JSON: {str(exc)[:80]}") from None
+    return s[start:end]
+
+
+def parse_tool_call(text: str, tool_names: Sequence[str]) -> ToolCall | FinalAnswer:
+    """Parse one turn (see the module docstring); raise :class:`ToolCallError` saying why.
+
+    The first JSON object of the text is taken (:func:`extract_json_object`: code fences, several lines
+    and surrounding prose are allowed); the object must be exactly ``{tool, argument}`` or
+    ``{final_answer}`` with string values, no duplicate keys, a known tool and bounded sizes.
+    """
+    s = extract_json_object(text)
+    try:
+        obj = json.loads(s, object_pairs_hook=_no_duplicates)
+    except ToolCallError:
+        raise
+    except (ValueError, RecursionError) as exc:  # pragma: no cover - extract_json_object decoded it already
+        raise ToolCallError(f"invalid JSON: {str(exc)[:80]}") from None
+    return _check_call(obj, tool_names)
+
+
+def _check_call(obj: Any, tool_names: Sequence[str]) -> ToolCall | FinalAnswer:
     if not isinstance(obj, dict):
         raise ToolCallError("model output is not a JSON object")
     if set(obj) == {"final_answer"}:
@@ -103,6 +136,25 @@ def parse_tool_call(text: str, tool_names: Sequence[str]) -> ToolCall | FinalAns
     raise ToolCallError(f"keys must be {{tool, argument}} or {{final_answer}}, got {sorted(obj)[:5]}")
 
 
+def parse_native_call(name: Any, arguments: Any, tool_names: Sequence[str]) -> ToolCall:
+    """One OpenAI ``tool_calls`` entry (``function.name``, ``function.arguments`` as a JSON string holding
+    ``{"argument": "<text>"}``) as a :class:`ToolCall`, checked like a JSON-format call."""
+    if not isinstance(name, str):
+        raise ToolCallError("tool call without a function name")
+    if not isinstance(arguments, str) or len(arguments) > MAX_RAW_CHARS:
+        raise ToolCallError("tool call arguments must be a JSON string of bounded size")
+    try:
+        args = json.loads(arguments, object_pairs_hook=_no_duplicates) if arguments.strip() else {}
+    except ToolCallError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise ToolCallError(f"invalid JSON in tool call arguments: {str(exc)[:80]}") from None
+    if not isinstance(args, dict) or set(args) != {"argument"}:
+        got = sorted(args)[:5] if isinstance(args, dict) else type(args).__name__
+        raise ToolCallError(f"tool call arguments must be {{argument}}, got {got}")
+    return _check_call({"tool": name, "argument": args["argument"]}, tool_names)  # type: ignore[return-value]
+
+
 def count_tokens(text: str) -> int:
     """Word-and-punctuation count, the token proxy used when the backend has no tokenizer."""
     return len(re.findall(r"\w+|[^\w\s]", text))
@@ -110,7 +162,12 @@ def count_tokens(text: str) -> int:
 
 @dataclass(frozen=True)
 class Step:
-    """One turn: the raw model output, the parsed call, the tool's observation or the error."""
+    """One turn: the raw model output, the parsed call, the tool's observation or the error.
+
+    ``prompt_tokens`` / ``completion_tokens`` are the turn's usage (the server's ``usage`` when the backend
+    reports it, else an estimate; see :attr:`Trajectory.usage_source`). ``call_id`` is set for a native
+    (OpenAI ``tool_calls``) call.
+    """
 
     index: int
     raw: str
@@ -120,11 +177,20 @@ class Step:
     error: str | None
     prompt_tokens: int
     completion_tokens: int
+    call_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Trajectory:
-    """A full episode. ``n_steps`` counts tool-calling turns (failed ones too), not the final answer."""
+    """A full episode.
+
+    Cost is what was executed: ``n_steps`` counts the tool calls that ran (the paper's tool-calling steps);
+    turns whose output could not be parsed, or whose backend failed, are *failed turns* (``n_errors``),
+    reported on their own and never counted as attack cost. ``cap_hit``: the budget of ``max_steps``
+    executed tool calls was used up without a final answer; ``error_stop``: the episode ended because
+    ``max_failed_turns`` turns failed. Tokens are summed over every turn (the server counts failed turns
+    too); ``failed_tokens`` is the part spent on failed turns.
+    """
 
     query: str
     steps: tuple[Step, ...]
@@ -133,18 +199,29 @@ class Trajectory:
     prompt_tokens: int
     completion_tokens: int
     max_steps: int
+    error_stop: bool = False
+    failed_tokens: int = 0
+    usage_source: str = "estimate"
+    tool_mode: str = "json"
     wall_s: float = field(default=0.0, compare=False)
 
     @property
     def n_steps(self) -> int:
-        return len(self.steps)
-
-    @property
-    def n_tool_calls(self) -> int:
+        """Executed tool calls (failed turns excluded)."""
         return sum(1 for s in self.steps if s.error is None)
 
     @property
+    def n_tool_calls(self) -> int:
+        return self.n_steps
+
+    @property
+    def n_turns(self) -> int:
+        """Every tool-calling turn, failed ones included (the final answer is not a turn)."""
+        return len(self.steps)
+
+    @property
     def n_errors(self) -> int:
+        """Failed turns: unparsable output, an unknown tool, a failing backend."""
         return sum(1 for s in self.steps if s.error is not None)
 
     @property
@@ -154,7 +231,8 @@ class Trajectory:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("wall_s")
-        d.update(n_steps=self.n_steps, n_tool_calls=self.n_tool_calls, tokens=self.tokens)
+        d.update(n_steps=self.n_steps, n_tool_calls=self.n_tool_calls, n_turns=self.n_turns,
+                 n_errors=self.n_errors, tokens=self.tokens)
         return d
 
 
@@ -207,54 +285,209 @@ class ScriptedBackend:
         raise TypeError("ScriptedBackend does not score continuations")
 
 
-def _tool_prompt(tools: Sequence[Tool], query: str, steps: Sequence[Step], force_final: bool) -> str:
+# ------------------------------------------------------------------------------------------ prompts
+_FORMAT = ('Reply with exactly one JSON object per turn: {"tool": "<name>", "argument": "<text>"} to call '
+           'a tool, or {"final_answer": "<answer>"} when done.')
+_FORCE = 'The step budget is used up. Reply now with {"final_answer": "<answer>"}.'
+# text-completion backends stop at the runtime's own next line labels, never at a bare newline, so a JSON
+# object over several lines survives
+TEXT_STOP = ("\nObservation", "\nAction ", "\nNext action:", "\nQuery:")
+
+
+def system_prompt(tools: Sequence[Tool]) -> str:
+    """The victim's fixed system prompt: the toolbox and the JSON fallback format (the attacker cannot
+    change it; it rewrites the user message only)."""
     lines = ["You are an assistant that solves the user's query with tools. Tools:"]
     lines += [f"- {t.name}: {t.description}" for t in tools]
-    lines += [
-        'Reply with exactly one JSON object per turn: {"tool": "<name>", "argument": "<text>"} to call '
-        'a tool, or {"final_answer": "<answer>"} when done.',
-        f"Query: {query}",
-    ]
+    lines.append(_FORMAT)
+    return "\n".join(lines)
+
+
+def _observation(s: Step) -> str:
+    return s.observation if s.error is None else f"error: {s.error}"  # type: ignore[return-value]
+
+
+def _tool_prompt(tools: Sequence[Tool], query: str, steps: Sequence[Step], force_final: bool) -> str:
+    """The whole episode as one text prompt (backends without chat)."""
+    lines = [system_prompt(tools), f"Query: {query}"]
     for s in steps:
         lines.append(f"Action {s.index + 1}: {s.raw.strip()}")
-        lines.append(f"Observation {s.index + 1}: {s.observation if s.error is None else 'error: ' + s.error}")
+        lines.append(f"Observation {s.index + 1}: {_observation(s)}")
     if force_final:
-        lines.append('The step budget is used up. Reply now with {"final_answer": "<answer>"}.')
+        lines.append(_FORCE)
     lines.append("Next action:")
     return "\n".join(lines)
 
 
-class _LLMPlanner:
-    def __init__(self, backend: Any, tools: Sequence[Tool], temperature: float, max_new_tokens: int,
-                 rng: np.random.Generator) -> None:
-        self.backend, self.tools = backend, tools
-        self.temperature, self.max_new_tokens, self.rng = temperature, max_new_tokens, rng
+def chat_messages(tools: Sequence[Tool], query: str, steps: Sequence[Step], force_final: bool) -> list[dict[str, Any]]:
+    """The episode as chat messages: system prompt, the user's query, then per turn the assistant's reply
+    and its observation (a ``tool`` message for a native call, a user message in the JSON format)."""
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(tools)},
+                                  {"role": "user", "content": query}]
+    for s in steps:
+        if s.call_id is not None:
+            call = {"id": s.call_id, "type": "function",
+                    "function": {"name": s.tool, "arguments": json.dumps({"argument": s.argument})}}
+            msgs.append({"role": "assistant", "content": "", "tool_calls": [call]})
+            msgs.append({"role": "tool", "tool_call_id": s.call_id, "content": _observation(s)})
+        else:
+            msgs.append({"role": "assistant", "content": s.raw.strip()})
+            msgs.append({"role": "user", "content": f"Observation {s.index + 1}: {_observation(s)}"})
+    if force_final:
+        msgs.append({"role": "user", "content": _FORCE})
+    return msgs
 
-    def propose(self, query: str, steps: Sequence[Step], force_final: bool) -> str:
-        prompt = _tool_prompt(self.tools, query, steps, force_final)
-        return str(self.backend.sample([prompt], n=1, temperature=self.temperature,
-                                       max_new_tokens=self.max_new_tokens, stop=("\n",),
-                                       rng=self.rng)[0][0])
+
+def tool_schemas(tools: Sequence[Tool]) -> list[dict[str, Any]]:
+    """The toolbox as OpenAI ``tools`` (one string parameter ``argument`` each)."""
+    return [{"type": "function", "function": {
+        "name": t.name, "description": t.description,
+        "parameters": {"type": "object", "properties": {"argument": {"type": "string"}},
+                       "required": ["argument"]}}} for t in tools]
+
+
+# ----------------------------------------------------------------------------------------- planners
+@dataclass(frozen=True)
+class _Turn:
+    raw: str
+    native: tuple[str, str, Any] | None = None  # (call id, function name, arguments) of a native call
+    usage: Usage | None = None
+
+
+class _TextPlanner:
+    """Any ``TextModel``: the episode as one text prompt (no chat template)."""
+
+    def __init__(self, agent: ToolAgent, rng: np.random.Generator) -> None:
+        self.agent, self.rng = agent, rng
+
+    def turn(self, query: str, steps: Sequence[Step], force: bool) -> _Turn:
+        a = self.agent
+        out = a.backend.sample([_tool_prompt(a.tools, query, steps, force)], n=1, temperature=a.temperature,
+                               max_new_tokens=a.max_new_tokens, stop=TEXT_STOP, rng=self.rng)
+        return _Turn(str(out[0][0]), None, usage_of(out))
+
+
+class _LocalChatPlanner:
+    """A local model with a chat template (``HFLocalBackend.sample_chat``): system + multi-turn messages."""
+
+    def __init__(self, agent: ToolAgent, rng: np.random.Generator) -> None:
+        self.agent, self.rng = agent, rng
+
+    def turn(self, query: str, steps: Sequence[Step], force: bool) -> _Turn:
+        a = self.agent
+        msgs = [{"role": m["role"], "content": m["content"]} for m in chat_messages(a.tools, query, steps, force)]
+        out = a.backend.sample_chat([msgs], n=1, temperature=a.temperature, max_new_tokens=a.max_new_tokens,
+                                    rng=self.rng)
+        return _Turn(str(out[0][0]), None, usage_of(out))
+
+
+class _EndpointPlanner:
+    """An OpenAI-compatible ``/chat/completions`` endpoint: system + multi-turn messages, native tool calling
+    (``tools`` / ``tool_calls``) when the server supports it, the JSON format in the content otherwise;
+    the server's ``usage`` of every request."""
+
+    def __init__(self, agent: ToolAgent, rng: np.random.Generator) -> None:
+        self.agent, self.rng = agent, rng
+
+    def turn(self, query: str, steps: Sequence[Step], force: bool) -> _Turn:
+        a = self.agent
+        payload: dict[str, Any] = {
+            "model": a.backend.model, "messages": chat_messages(a.tools, query, steps, force),
+            "temperature": a.temperature, "max_tokens": a.max_new_tokens, "n": 1,
+            "seed": int(self.rng.integers(2**31)),
+        }
+        native = a.tool_mode == "native" or (a.tool_mode == "auto" and a.native_ok is not False)
+        if native and not force:
+            payload["tools"] = tool_schemas(a.tools)
+        try:
+            # Deviation: core.textgen's OpenAICompatBackend sends one user message per prompt; multi-turn
+            # messages and tools go through its request method (same deadline, retries and key handling).
+            data = a.backend._post("/chat/completions", payload)
+        except TextBackendError as exc:
+            status = getattr(exc, "status", None)
+            if "tools" in payload and a.tool_mode == "auto" and status in (400, 422, 501):
+                a.native_ok = False  # the server refuses tools: JSON in the content from now on
+                payload.pop("tools")
+                data = a.backend._post("/chat/completions", payload)
+            else:
+                raise
+        return _parse_chat_response(data, "tools" in payload, a)
+
+
+def _parse_chat_response(data: Any, sent_tools: bool, agent: ToolAgent) -> _Turn:
+    usage = _read_usage(data)
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise TextBackendError("chat response has no choices")
+    msg = choices[0].get("message")
+    if not isinstance(msg, dict):
+        raise TextBackendError("chat choice has no message")
+    calls = msg.get("tool_calls")
+    if sent_tools and isinstance(calls, list) and calls:
+        agent.native_ok = True
+        c = calls[0]  # Deviation: one call per turn; further parallel calls are not executed (no cost)
+        fn = c.get("function") if isinstance(c, dict) else None
+        fn = fn if isinstance(fn, dict) else {}
+        cid = c.get("id") if isinstance(c, dict) and isinstance(c.get("id"), str) else f"call_{id(c)}"
+        raw = json.dumps({"tool": fn.get("name"), "argument": fn.get("arguments")})
+        return _Turn(raw, (cid, fn.get("name"), fn.get("arguments")), usage)
+    content = msg.get("content")
+    return _Turn(content if isinstance(content, str) else "", None, usage)
+
+
+def _read_usage(data: Any) -> Usage | None:
+    raw = data.get("usage") if isinstance(data, dict) else None
+    if not isinstance(raw, dict):
+        return None
+    p, c = raw.get("prompt_tokens"), raw.get("completion_tokens")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (p, c)):
+        return None
+    return Usage.of(p, c)  # type: ignore[arg-type]
+
+
+class _PlannerAdapter:
+    """A :class:`Planner` (simulated agents): its text, tokens estimated from the rendered prompt."""
+
+    def __init__(self, planner: Planner) -> None:
+        self.planner = planner
+
+    def turn(self, query: str, steps: Sequence[Step], force: bool) -> _Turn:
+        return _Turn(self.planner.propose(query, tuple(steps), force))
+
+
+TOOL_MODES = ("auto", "native", "json")
 
 
 class ToolAgent:
-    """Algorithm of the victim: planner + toolbox, at most ``max_steps`` tool-calling steps (``T_max``).
+    """Algorithm of the victim: planner + toolbox, at most ``max_steps`` executed tool calls (``T_max``).
 
     Parameters
     ----------
-    backend : a ``TextModel`` (``HFLocalBackend``, ``OpenAICompatBackend``, :class:`ScriptedBackend`) or a
-        :class:`Planner`.
+    backend : a :class:`Planner`; an ``OpenAICompatBackend`` with ``chat=True`` (chat messages, native
+        tool calling where the server supports it, the server's ``usage``); a local model with a chat
+        template (``HFLocalBackend``: its ``sample_chat``); or any other ``TextModel`` (one text prompt).
     tools : the toolbox (names must be unique).
-    max_steps : ``T_max`` (paper's low budget: 15).
+    max_steps : ``T_max`` (paper's low budget: 15), counted in executed tool calls.
     temperature, max_new_tokens : sampling of the LLM planner (temperature 0 = greedy).
+    max_failed_turns : the episode ends after this many failed turns (unparsable output, unknown tool,
+        backend error); they are reported apart and are not tool-calling steps.
+    tool_mode : ``"auto"`` (send ``tools``; fall back to the JSON format in the content when the server
+        refuses them or answers in text), ``"native"`` or ``"json"`` (never send ``tools``). Endpoints only.
     """
 
     def __init__(self, backend: Any, tools: Sequence[Tool], max_steps: int = 15, *,
-                 temperature: float = 0.0, max_new_tokens: int = 96) -> None:
+                 temperature: float = 0.0, max_new_tokens: int = 96, max_failed_turns: int = 3,
+                 tool_mode: str = "auto") -> None:
         if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or not (
             1 <= max_steps <= 1000
         ):
             raise ValueError(f"max_steps must be an integer in [1, 1000], got {max_steps!r}")
+        if isinstance(max_failed_turns, bool) or not isinstance(max_failed_turns, (int, np.integer)) or not (
+            1 <= max_failed_turns <= 1000
+        ):
+            raise ValueError(f"max_failed_turns must be an integer in [1, 1000], got {max_failed_turns!r}")
+        if tool_mode not in TOOL_MODES:
+            raise ValueError(f"tool_mode must be one of {TOOL_MODES}, got {tool_mode!r}")
         tools = list(tools)
         if not tools or not all(isinstance(t, Tool) for t in tools):
             raise ValueError("tools must be a non-empty sequence of Tool")
@@ -267,13 +500,37 @@ class ToolAgent:
             raise ValueError(f"temperature must be finite and >= 0, got {temperature!r}")
         self.backend, self.tools, self.max_steps = backend, tools, int(max_steps)
         self.temperature, self.max_new_tokens = float(temperature), int(max_new_tokens)
+        self.max_failed_turns, self.tool_mode = int(max_failed_turns), tool_mode
+        self.native_ok: bool | None = None  # learnt from the endpoint's first answer (tool_mode="auto")
         self._by_name = {t.name: t for t in tools}
         tok = getattr(backend, "tokenizer", None)
-        # Deviation: core.textgen reports no usage fields, so tokens are counted with the backend's own
-        # tokenizer when it has one, else with a word/punctuation count (count_tokens).
+        # token estimate for backends that report no usage (planners, plain lists): the backend's own
+        # tokenizer when it has one, else a word/punctuation count (count_tokens)
         self._count: Callable[[str], int] = (
             (lambda t: len(tok.encode(t))) if tok is not None and hasattr(tok, "encode") else count_tokens
         )
+
+    @property
+    def mode(self) -> str:
+        """How turns are produced: ``planner``, ``endpoint``, ``local-chat`` or ``text``."""
+        b = self.backend
+        if isinstance(b, Planner):
+            return "planner"
+        if isinstance(b, OpenAICompatBackend) and b.chat:
+            return "endpoint"
+        if hasattr(b, "sample_chat") and (getattr(b, "chat", False) or getattr(b, "has_chat_template", False)):
+            return "local-chat"
+        return "text"
+
+    def _planner(self, rng: np.random.Generator) -> Any:
+        mode = self.mode
+        if mode == "planner":
+            return _PlannerAdapter(self.backend)
+        if mode == "endpoint":
+            return _EndpointPlanner(self, rng)
+        if mode == "local-chat":
+            return _LocalChatPlanner(self, rng)
+        return _TextPlanner(self, rng)
 
     def run(self, query: str, rng: np.random.Generator | None = None) -> Trajectory:
         """Run one episode on ``query``; never raises for anything the model or a tool does."""
@@ -283,48 +540,72 @@ class ToolAgent:
             raise ValueError(f"query has {len(query)} characters (at most {MAX_QUERY_CHARS})")
         t0 = time.perf_counter()
         rng = rng if rng is not None else np.random.default_rng(0)
-        planner: Any = self.backend if isinstance(self.backend, Planner) else _LLMPlanner(
-            self.backend, self.tools, self.temperature, self.max_new_tokens, rng)
+        planner = self._planner(rng)
         steps: list[Step] = []
         answer: str | None = None
-        p_tok = c_tok = 0
-        for i in range(self.max_steps):
-            prompt_len = self._count(_tool_prompt(self.tools, query, steps, False))
-            raw, err = self._propose(planner, query, steps, False)
-            p_tok, c_tok = p_tok + prompt_len, c_tok + self._count(raw)
+        p_tok = c_tok = failed_tok = 0
+        sources: set[str] = set()
+        n_calls = n_failed = 0
+        native_seen = False
+        turn_i = 0
+        names = list(self._by_name)
+        while n_calls < self.max_steps and n_failed < self.max_failed_turns:
+            turn, err = self._turn(planner, query, steps, False)
+            pt, ct, src = self._tokens(turn, query, steps, False)
+            p_tok, c_tok = p_tok + pt, c_tok + ct
+            sources.add(src)
+            act: ToolCall | FinalAnswer | None = None
             if err is None:
                 try:
-                    act = parse_tool_call(raw, list(self._by_name))
+                    act = (parse_native_call(turn.native[1], turn.native[2], names) if turn.native is not None
+                           else parse_tool_call(turn.raw, names))
                 except ToolCallError as exc:
                     err = str(exc)
-                else:
-                    if isinstance(act, FinalAnswer):
-                        answer = act.text
-                        break
-                    obs = self._by_name[act.tool].run(act.argument)
-                    steps.append(Step(i, raw, act.tool, act.argument, obs, None, prompt_len, self._count(raw)))
-                    continue
-            steps.append(Step(i, raw, None, None, None, err, prompt_len, self._count(raw)))
-        cap_hit = answer is None
-        if cap_hit:  # forced final answer; not a tool-calling step
-            prompt_len = self._count(_tool_prompt(self.tools, query, steps, True))
-            raw, err = self._propose(planner, query, steps, True)
-            p_tok, c_tok = p_tok + prompt_len, c_tok + self._count(raw)
-            if err is None:
+            if isinstance(act, FinalAnswer):
+                answer = act.text
+                break
+            cid = turn.native[0] if turn.native is not None else None
+            native_seen |= cid is not None
+            if isinstance(act, ToolCall):
+                obs = self._by_name[act.tool].run(act.argument)
+                steps.append(Step(turn_i, turn.raw, act.tool, act.argument, obs, None, pt, ct, cid))
+                n_calls += 1
+            else:
+                steps.append(Step(turn_i, turn.raw, None, None, None, err, pt, ct, None))
+                failed_tok += pt + ct
+                n_failed += 1
+            turn_i += 1
+        cap_hit = answer is None and n_calls >= self.max_steps
+        error_stop = answer is None and not cap_hit
+        if answer is None:  # forced final answer (OctoTools-style); not a tool-calling step
+            turn, err = self._turn(planner, query, steps, True)
+            pt, ct, src = self._tokens(turn, query, steps, True)
+            p_tok, c_tok = p_tok + pt, c_tok + ct
+            sources.add(src)
+            if err is None and turn.native is None:
                 try:
-                    act = parse_tool_call(raw, list(self._by_name))
+                    act = parse_tool_call(turn.raw, names)
                     answer = act.text if isinstance(act, FinalAnswer) else None
                 except ToolCallError:
                     answer = None
-        return Trajectory(query, tuple(steps), answer, cap_hit, p_tok, c_tok, self.max_steps,
-                          time.perf_counter() - t0)
+        source = sources.pop() if len(sources) == 1 else "mixed"
+        mode = self.mode
+        tool_mode = "native" if native_seen else ("json" if mode != "planner" else "planner")
+        return Trajectory(query, tuple(steps), answer, cap_hit, p_tok, c_tok, self.max_steps, error_stop,
+                          failed_tok, source, tool_mode, time.perf_counter() - t0)
+
+    def _tokens(self, turn: _Turn, query: str, steps: Sequence[Step], force: bool) -> tuple[int, int, str]:
+        """(prompt, completion, source) tokens of a turn: the backend's usage, else an estimate."""
+        if turn.usage is not None:
+            return turn.usage.prompt_tokens, turn.usage.completion_tokens, "usage"
+        return self._count(_tool_prompt(self.tools, query, steps, force)), self._count(turn.raw), "estimate"
 
     @staticmethod
-    def _propose(planner: Any, query: str, steps: Sequence[Step], force: bool) -> tuple[str, str | None]:
+    def _turn(planner: Any, query: str, steps: Sequence[Step], force: bool) -> tuple[_Turn, str | None]:
         try:
-            raw = planner.propose(query, tuple(steps), force)
+            turn = planner.turn(query, tuple(steps), force)
         except Exception as exc:  # a failing backend ends the step with an error, never the agent
-            return "", f"backend error: {type(exc).__name__}: {str(exc)[:200]}"
-        if not isinstance(raw, str):
-            return "", f"backend returned {type(raw).__name__}, not text"
-        return raw, None
+            return _Turn(""), f"backend error: {type(exc).__name__}: {str(exc)[:200]}"
+        if not isinstance(turn.raw, str):
+            return _Turn(""), f"backend returned {type(turn.raw).__name__}, not text"
+        return turn, None

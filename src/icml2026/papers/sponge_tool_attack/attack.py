@@ -49,6 +49,7 @@ __all__ = [
     "TemplateRewriter",
     "Verdict",
     "extract_facts",
+    "merge_policies",
     "preserves_facts",
     "reward",
     "seed_policies",
@@ -193,12 +194,41 @@ class Policy:
     ops: tuple[str, ...]
     text: str
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str) or not self.text.strip():
+            raise ValueError("a policy needs a non-empty text (the rewriter is told to follow it)")
+        if not isinstance(self.ops, tuple) or any(o not in OPERATORS for o in self.ops):
+            raise ValueError(f"ops must be a tuple of names from {tuple(OPERATORS)}, got {self.ops!r}")
+
+    @property
+    def is_template(self) -> bool:
+        """Whether the text is only the operators' names (no LLM-written instruction)."""
+        return bool(self.ops) and self.text == " + ".join(self.ops)
+
     @classmethod
     def of(cls, *ops: str) -> Policy:
         bad = [o for o in ops if o not in OPERATORS]
         if bad or not ops:
             raise ValueError(f"ops must be non-empty names from {tuple(OPERATORS)}, got {ops!r}")
         return cls(tuple(ops), " + ".join(ops))
+
+
+def merge_policies(p1: Policy, p2: Policy, max_ops: int = 4) -> Policy | None:
+    """One policy that asks for what both ask for: the union of the operators and, for LLM-written
+    policies, both texts (none of either is dropped). None when the merge adds nothing or exceeds
+    ``max_ops`` operators."""
+    ops = tuple(dict.fromkeys(p1.ops + p2.ops))
+    if len(ops) > max_ops:
+        return None
+    free = list(dict.fromkeys(p.text.strip() for p in (p1, p2) if not p.is_template))
+    if not free:
+        text = " + ".join(ops)
+    else:
+        parts = free + ([" + ".join(o for o in ops if not any(o in q.ops for q in (p1, p2) if not q.is_template))]
+                        if any(q.is_template for q in (p1, p2)) else [])
+        text = " Also: ".join(x for x in parts if x)
+    merged = Policy(ops, text[:600])
+    return None if merged in (p1, p2) else merged
 
 
 def seed_policies() -> list[Policy]:
@@ -359,6 +389,8 @@ class LLMRewriter:
 
     def rewrite(self, query: str, policy: Policy, history: Sequence[Attempt],
                 rng: np.random.Generator) -> str:
+        if not isinstance(policy, Policy):
+            raise ValueError("policy must be a Policy")
         examples = "".join(f"Earlier rewrite (reward {a.reward:+.1f}): {a.rewrite}\n" for a in history)
         prompt = self.template.format(policy=policy.text, examples=examples, query=query)
         out = self.backend.sample([prompt], n=1, temperature=self.temperature,
@@ -388,9 +420,8 @@ class BanditInductor:
         good.sort(key=lambda t: -t[0])
         if len(good) >= 2:
             (s1, p1), (s2, p2) = good[0], good[1]
-            ops = tuple(dict.fromkeys(p1.ops + p2.ops))
-            if len(ops) <= self.max_ops:
-                merged = Policy(ops, " + ".join(ops))
+            merged = merge_policies(p1, p2, self.max_ops)
+            if merged is not None:
                 bank.add(merged, (s1 + s2) / 2)
         for p in bank.policies():
             if len(bank) <= self.min_bank:
@@ -426,7 +457,11 @@ class LLMInductor(BanditInductor):
 
 
 def reward(base: Trajectory, attacked: Trajectory) -> float:
-    """r = steps(x') - steps(x) if the answers agree, else -1 (brief Sec. 2, [ours])."""
+    """r = steps(x') - steps(x) if the answers agree, else -1 (brief Sec. 2, [ours]).
+
+    Steps are *executed* tool calls (:attr:`Trajectory.n_steps`): a rewrite that only makes the victim's
+    output unparsable earns nothing for its failed turns.
+    """
     if _norm(base.answer) != _norm(attacked.answer):
         return -1.0
     return float(attacked.n_steps - base.n_steps)

@@ -1,7 +1,14 @@
-"""Registered experiments of sponge_tool_attack (criteria 2-5 of the brief, and the defence).
+"""Registered experiments of sponge_tool_attack (criteria 2-5 of the brief, the defence, and the attack on a
+victim behind an OpenAI-compatible endpoint).
 
-All victims here are the simulated agents of :mod:`.sim`: the runs validate the attack's mechanics, not the
-phenomenon on real LLMs (see README.md for the vLLM path at the paper's scale).
+The victims of ``headline``, ``ablation`` and ``transfer`` are the simulated agents of :mod:`.sim`: those runs
+validate the attack's mechanics, not the phenomenon on real LLMs. ``endpoint`` attacks whatever answers
+chat requests at ``victim_url`` (vLLM, an API), a local checkpoint ``model=PATH`` served on loopback, or, by
+default, the simulated planner served the same way.
+
+Every comparative claim has a ``planted`` and a ``null`` preset (``control``): the attacked arm replaced by
+the clean victim given the paper's effect by construction (:mod:`.controls_plant`), or by the clean method
+run again; ``icml2026 controls`` measures the checks' power and false-positive rate on them.
 """
 
 from __future__ import annotations
@@ -16,16 +23,22 @@ from icml2026.core.config import config, param
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
 
-from .agent import Trajectory
+from .agent import ToolAgent, Trajectory
 from .attack import BanditInductor, EmbeddingJudge, PolicyBank, Rewrite, STAAttacker, TemplateRewriter
 from .baselines import naive_paraphrase, static_sponge
+from .controls_plant import PAPER_CAP_INCREASE, PAPER_DELTA_STEPS, PlantedPlanner, planted_extras
 from .data import DOMAINS, Task, make_tasks, split_tasks
 from .defense import StepAnomalyDetector
 from .embed import SentenceEncoder, split_sentences
-from .metrics import PairedMetrics, paired_metrics
+from .metrics import PairedMetrics, is_correct, paired_metrics
 from .sim import SimAgent
+from .tools import default_tools
 
 DomainName = Literal["arithmetic", "units", "dates", "kb"]
+CONTROLS = ("none", "planted", "null")
+CONTROL_HELP = ("'planted': the attacked arm is the clean victim given the paper's effect by construction "
+                "(+3.33 steps, +13.35 cap-hit points; ablation: the paper's three cap-hit rates); 'null': the "
+                "attacked arm is the clean method again (ablation: three arms at one rate); the attack is not run")
 
 
 @config
@@ -42,6 +55,7 @@ class AttackConfig:
     threshold: float = param(0.5, 0.05, 0.95, help="compliant agent's prototype similarity threshold")
     temperature: float = param(1.0, 0.01, 100.0, help="softmax temperature of policy sampling")
     n_boot: int = param(1000, 10, 20000, help="bootstrap resamples")
+    control: str = param("none", choices=CONTROLS, help=CONTROL_HELP)
 
 
 @config
@@ -82,11 +96,12 @@ class _Eval:
 
 
 def _evaluate(agent: Any, tasks: list[Task], rewrites: list[Rewrite], enc: SentenceEncoder,
-              rng: np.random.Generator, n_boot: int, clean: list[Trajectory] | None = None) -> _Eval:
+              rng: np.random.Generator, n_boot: int, clean: list[Trajectory] | None = None,
+              attacked: list[Trajectory] | None = None) -> _Eval:
     texts = [t.query for t in tasks] + [r.text for r in rewrites]
     enc.encode(texts + [s for t in texts for s in split_sentences(t)])  # one batch (speed only)
     clean = clean if clean is not None else [agent.run(t.query) for t in tasks]
-    attacked = [agent.run(r.text) for r in rewrites]
+    attacked = attacked if attacked is not None else [agent.run(r.text) for r in rewrites]
     sims = [enc.cosine(t.query, r.text) for t, r in zip(tasks, rewrites, strict=False)]
     rewritten = [r.text != t.query for t, r in zip(tasks, rewrites, strict=False)]
     m = paired_metrics(clean, attacked, [t.answer for t in tasks], sims, rewritten, rng, n_boot)
@@ -108,6 +123,35 @@ def _bar_figure(title: str, names: list[str], clean: list[float], attacked: list
     return fig
 
 
+def _planted_arm(planner: Any, tasks: list[Task], clean: list[Trajectory], t_max: int, rng: np.random.Generator,
+                 delta: float = PAPER_DELTA_STEPS, cap_rate: float = PAPER_CAP_INCREASE) -> list[Trajectory]:
+    """The clean victim given an effect of the paper's size by construction (:func:`planted_extras`)."""
+    extras = planted_extras([t.n_steps for t in clean], t_max, rng, delta, cap_rate)
+    return [ToolAgent(PlantedPlanner(planner, e), default_tools(), t_max).run(t.query)
+            for t, e in zip(tasks, extras, strict=True)]
+
+
+def _control_eval(agent: SimAgent, tasks: list[Task], clean: list[Trajectory], cfg: AttackConfig,
+                  enc: SentenceEncoder, rng: np.random.Generator, n_boot: int, **plant: float) -> _Eval:
+    """The attacked arm of a control run: planted (the paper's effect) or null (the clean method again)."""
+    unchanged = [Rewrite(t.query, None, None) for t in tasks]
+    if cfg.control == "planted":
+        att = _planted_arm(agent.planner, tasks, clean, cfg.t_max, rng, **plant)
+    else:
+        att = [agent.run(t.query) for t in tasks]
+    return _evaluate(agent, tasks, unchanged, enc, rng, n_boot, clean, att)
+
+
+def _preconditions(acc_clean: float, cap_clean: float) -> list[Check]:
+    return [
+        # the victim solves the clean tasks (the gold answers score as they should): else the accuracy
+        # and reward comparisons mean nothing
+        Check("clean_accuracy", acc_clean, ">= 0.9", role="precondition"),
+        # the budget leaves room for the attack (a victim already at T_max cannot show a cap-hit increase)
+        Check("clean_cap_hit_rate", cap_clean, "<= 0.5", role="precondition"),
+    ]
+
+
 # --------------------------------------------------------------------------------------------------
 @experiment(
     "sponge_tool_attack.headline",
@@ -118,6 +162,9 @@ def _bar_figure(title: str, names: list[str], clean: list[float], attacked: list
         "smoke": AttackConfig(n_seeds=1, n_probe=3, n_test=8, n_iter=1, n_candidates=2, n_boot=50),
         "quick": AttackConfig(n_seeds=3, n_probe=17, n_test=40, n_iter=2, n_boot=300),
         "full": AttackConfig(),
+        # controls at the quick preset's size (3 inner seeds x 40 held-out queries)
+        "planted": AttackConfig(n_seeds=3, n_probe=17, n_test=40, n_iter=2, n_boot=300, control="planted"),
+        "null": AttackConfig(n_seeds=3, n_probe=17, n_test=40, n_iter=2, n_boot=300, control="null"),
     },
 )
 def headline(cfg: AttackConfig, rng: np.random.Generator) -> Outcome:
@@ -129,9 +176,19 @@ def headline(cfg: AttackConfig, rng: np.random.Generator) -> Outcome:
         per.setdefault(k, []).append(float(v))
 
     for s, r in enumerate(track(spawn(rng, cfg.n_seeds), "headline seeds", total=cfg.n_seeds)):
-        r_data, r_att, r_eval, r_conc, r_boot = spawn(r, 5)
+        r_data, r_att, r_eval, r_conc, r_boot, r_plant = spawn(r, 6)
         probe, test = _suite(cfg, r_data)
         compliant = SimAgent("compliant", enc, cfg.t_max, cfg.threshold)
+        if cfg.control != "none":
+            clean = [compliant.run(t.query) for t in test]
+            ev = _control_eval(compliant, test, clean, cfg, enc, r_plant, cfg.n_boot)
+            m = ev.metrics
+            for k, v in (("delta_steps", m.delta_steps), ("cap_increase", m.cap_attacked - m.cap_clean),
+                         ("acc_clean", m.acc_clean), ("cap_clean", m.cap_clean)):
+                put(k, v)
+            rows.append({"seed": s, "delta_steps": round(m.delta_steps, 3),
+                         "cap_increase": round(m.cap_attacked - m.cap_clean, 3)})
+            continue
         concise = SimAgent("concise", None, cfg.t_max)
         att = _attacker(enc, cfg)
         att.run([t.query for t in probe], compliant, cfg.n_iter, cfg.n_candidates, r_att)
@@ -172,6 +229,8 @@ def headline(cfg: AttackConfig, rng: np.random.Generator) -> Outcome:
         put("cap_attacked", m.cap_attacked)
         put("acc_clean", m.acc_clean)
         put("acc_attacked", m.acc_attacked)
+        put("failed_turns_clean", m.failed_clean)
+        put("failed_turns_attacked", m.failed_attacked)
         put("tokens_ratio", m.tokens_attacked / max(m.tokens_clean, 1e-9))
         put("paraphrase_delta_steps", para.metrics.delta_steps)
         put("static_delta_steps", stat.metrics.delta_steps)
@@ -196,13 +255,23 @@ def headline(cfg: AttackConfig, rng: np.random.Generator) -> Outcome:
         mean, lo, hi = _spread(v)
         metrics[k] = mean
         metrics[f"{k}_min"], metrics[f"{k}_max"] = lo, hi
-    checks = [
-        Check("delta_steps", metrics["delta_steps"], ">= 2.0", paper="+3.33 (Qwen2-VL-7B, T_max=15)"),
-        Check("cap_hit_increase", metrics["cap_increase"], ">= 0.10", paper="+13.35 points (gpt-4o-mini)"),
-        Check("accuracy_drop", metrics["acc_drop"], "<= 0.02", paper="52.86% -> 51.23% (gpt-4o-mini)"),
-        Check("similarity", metrics["similarity"], ">= 0.80"),
-        Check("concise_abs_delta_steps", abs(metrics["concise_delta_steps"]), "<= 0.2"),
-        Check("paraphrase_abs_delta_steps", abs(metrics["paraphrase_delta_steps"]), "<= 0.3"),
+    checks = _preconditions(metrics["acc_clean"], metrics["cap_clean"]) + [
+        Check("delta_steps", metrics["delta_steps"], ">= 2.0", paper="+3.33 (Qwen2-VL-7B, T_max=15)",
+              comparative=True),
+        Check("cap_hit_increase", metrics["cap_increase"], ">= 0.10", paper="+13.35 points (gpt-4o-mini)",
+              comparative=True),
+    ]
+    if cfg.control != "none":
+        return Outcome(metrics=metrics, checks=checks, tables={"per_seed": rows})
+    checks += [
+        # controls of the mechanics, not claims (issue 66): the simulated victim's clean accuracy is 100 % by
+        # construction, the judge's gate guarantees the similarity of every rewritten query, and the two
+        # zero-gain baselines read 0 by construction of the simulator (see the card)
+        Check("accuracy_drop", metrics["acc_drop"], "<= 0.02", paper="52.86% -> 51.23% (gpt-4o-mini)",
+              role="control"),
+        Check("similarity", metrics["similarity"], ">= 0.80", role="control"),
+        Check("concise_abs_delta_steps", abs(metrics["concise_delta_steps"]), "<= 0.2", role="control"),
+        Check("paraphrase_abs_delta_steps", abs(metrics["paraphrase_delta_steps"]), "<= 0.3", role="control"),
         Check("defence_detection_rate", metrics["defence_tpr"], ">= 0.8"),
         Check("defence_false_alarm_rate", metrics["defence_fpr"], "<= 0.1"),
     ]
@@ -215,14 +284,20 @@ def headline(cfg: AttackConfig, rng: np.random.Generator) -> Outcome:
     return Outcome(metrics=metrics, checks=checks, figures={"steps": fig}, tables={"per_seed": rows})
 
 
+#: the paper's ablation cap-hit rates (brief Sec. 4): judge only, buffer only, full STA
+PAPER_ABLATION_CAP = {"judge_only": 0.1842, "buffer_only": 0.1476, "full": 0.2654}
+
+
 @experiment(
     "sponge_tool_attack.ablation",
     claim="Both memories are needed: full STA reaches a higher cap-hit rate than judge-only (no history "
     "buffer) and buffer-only (no judge) at T_max=15.",
     presets={
         "smoke": AttackConfig(n_seeds=1, n_probe=3, n_test=8, n_iter=1, n_candidates=2, n_boot=50),
-        "quick": AttackConfig(n_seeds=3, n_probe=17, n_test=40, n_iter=2, n_boot=300),
+        "quick": AttackConfig(n_seeds=3, n_probe=17, n_test=120, n_iter=2, n_boot=300),
         "full": AttackConfig(),
+        "planted": AttackConfig(n_seeds=3, n_probe=17, n_test=120, n_iter=2, n_boot=300, control="planted"),
+        "null": AttackConfig(n_seeds=3, n_probe=17, n_test=120, n_iter=2, n_boot=300, control="null"),
     },
 )
 def ablation(cfg: AttackConfig, rng: np.random.Generator) -> Outcome:
@@ -231,16 +306,23 @@ def ablation(cfg: AttackConfig, rng: np.random.Generator) -> Outcome:
     per: dict[str, list[float]] = {}
     rows: list[dict[str, Any]] = []
     for s, r in enumerate(track(spawn(rng, cfg.n_seeds), "ablation seeds", total=cfg.n_seeds)):
-        r_data, r_att, r_eval, r_boot = spawn(r, 4)
+        r_data, r_att, r_eval, r_boot, r_plant = spawn(r, 5)
         probe, test = _suite(cfg, r_data)
         agent = SimAgent("compliant", enc, cfg.t_max, cfg.threshold)
         clean = [agent.run(t.query) for t in test]
         for name, (uj, ub) in variants.items():
             ra, re_ = spawn(r_att, 1)[0], spawn(r_eval, 1)[0]
-            att = _attacker(enc, cfg, use_judge=uj, use_buffer=ub)
-            att.run([t.query for t in probe], agent, cfg.n_iter, cfg.n_candidates, ra)
-            ev = _evaluate(agent, test, att.rewrite_many([t.query for t in test], cfg.n_candidates, re_), enc,
-                           r_boot, cfg.n_boot, clean)
+            if cfg.control != "none":
+                # planted: each arm at the paper's cap-hit rate; null: every arm at the full rate (same method)
+                rate = PAPER_ABLATION_CAP[name if cfg.control == "planted" else "full"]
+                att = _planted_arm(agent.planner, test, clean, cfg.t_max, spawn(r_plant, 1)[0], 0.0, rate)
+                unchanged = [Rewrite(t.query, None, None) for t in test]
+                ev = _evaluate(agent, test, unchanged, enc, r_boot, cfg.n_boot, clean, att)
+            else:
+                sta = _attacker(enc, cfg, use_judge=uj, use_buffer=ub)
+                sta.run([t.query for t in probe], agent, cfg.n_iter, cfg.n_candidates, ra)
+                ev = _evaluate(agent, test, sta.rewrite_many([t.query for t in test], cfg.n_candidates, re_), enc,
+                               r_boot, cfg.n_boot, clean)
             for key, val in (("cap", ev.metrics.cap_attacked), ("delta_steps", ev.metrics.delta_steps),
                              ("rewritten_rate", ev.metrics.rewritten_rate), ("acc", ev.metrics.acc_attacked)):
                 per.setdefault(f"{name}_{key}", []).append(val)
@@ -248,15 +330,20 @@ def ablation(cfg: AttackConfig, rng: np.random.Generator) -> Outcome:
                          "delta_steps": round(ev.metrics.delta_steps, 3),
                          "rewritten_rate": round(ev.metrics.rewritten_rate, 3)})
         per.setdefault("cap_clean", []).append(float(np.mean([t.cap_hit for t in clean])))
+        per.setdefault("acc_clean", []).append(float(np.mean([is_correct(t.answer, k.answer)
+                                                              for t, k in zip(clean, test, strict=True)])))
     metrics: dict[str, float] = {}
     for k, v in per.items():
         metrics[k], metrics[f"{k}_min"], metrics[f"{k}_max"] = _spread(v)
-    checks = [
-        # Deviation: margin 0.02 (2 points): a difference smaller than one query in 50 is not an ordering
-        Check("full_minus_judge_only_cap", metrics["full_cap"] - metrics["judge_only_cap"], ">= 0.02",
-              paper="26.54% vs 18.42%"),
-        Check("full_minus_buffer_only_cap", metrics["full_cap"] - metrics["buffer_only_cap"], ">= 0.02",
-              paper="26.54% vs 14.76%"),
+    checks = _preconditions(metrics["acc_clean"], metrics["cap_clean"]) + [
+        # Deviation: a margin of 4 points (was 2 until issue 66): two arms of one method at the paper's 26.5 %
+        # cap-hit rate differ by >= 2 points in ~30 % of runs of 3 x 120 queries (a binomial calculation made
+        # before the controls were run), so 2 points could not keep the false-positive rate <= 0.2; 4 points is
+        # half the smaller of the paper's two gaps (8.1 points)
+        Check("full_minus_judge_only_cap", metrics["full_cap"] - metrics["judge_only_cap"], ">= 0.04",
+              paper="26.54% vs 18.42%", comparative=True),
+        Check("full_minus_buffer_only_cap", metrics["full_cap"] - metrics["buffer_only_cap"], ">= 0.04",
+              paper="26.54% vs 14.76%", comparative=True),
     ]
     fig, ax = new_figure("Cap-hit rate by variant (mean over seeds)", "variant", "cap-hit rate")
     ax.bar(range(3), [metrics[f"{v}_cap"] for v in variants], tick_label=list(variants))
@@ -271,29 +358,40 @@ def ablation(cfg: AttackConfig, rng: np.random.Generator) -> Outcome:
         "smoke": TransferConfig(n_seeds=1, n_probe=3, n_test=8, n_iter=1, n_candidates=2, n_boot=50),
         "quick": TransferConfig(n_seeds=3, n_probe=17, n_test=40, n_iter=2, n_boot=300),
         "full": TransferConfig(),
+        "planted": TransferConfig(n_seeds=3, n_probe=17, n_test=40, n_iter=2, n_boot=300, control="planted"),
+        "null": TransferConfig(n_seeds=3, n_probe=17, n_test=40, n_iter=2, n_boot=300, control="null"),
     },
 )
 def transfer(cfg: TransferConfig, rng: np.random.Generator) -> Outcome:
     enc = SentenceEncoder()
-    deltas, caps, sims, rows = [], [], [], []
+    deltas, caps, sims, accs, cap0, rows = [], [], [], [], [], []
     for s, r in enumerate(track(spawn(rng, cfg.n_seeds), "transfer seeds", total=cfg.n_seeds)):
-        r_a, r_b, r_att, r_eval, r_boot = spawn(r, 5)
+        r_a, r_b, r_att, r_eval, r_boot, r_plant = spawn(r, 6)
         probe, _ = _suite(cfg, r_a, (cfg.source,), n_test=1)
         _, test = _suite(cfg, r_b, (cfg.target,), n_probe=1)
         agent = SimAgent("compliant", enc, cfg.t_max, cfg.threshold)
-        att = _attacker(enc, cfg)
-        att.run([t.query for t in probe], agent, cfg.n_iter, cfg.n_candidates, r_att)
-        ev = _evaluate(agent, test, att.rewrite_many([t.query for t in test], cfg.n_candidates, r_eval), enc,
-                       r_boot, cfg.n_boot)
+        if cfg.control != "none":
+            clean = [agent.run(t.query) for t in test]
+            # the paper gives no transfer size: the headline's +3.33 steps, no cap hits
+            ev = _control_eval(agent, test, clean, cfg, enc, r_plant, cfg.n_boot, cap_rate=0.0)
+        else:
+            att = _attacker(enc, cfg)
+            att.run([t.query for t in probe], agent, cfg.n_iter, cfg.n_candidates, r_att)
+            ev = _evaluate(agent, test, att.rewrite_many([t.query for t in test], cfg.n_candidates, r_eval), enc,
+                           r_boot, cfg.n_boot)
         deltas.append(ev.metrics.delta_steps)
         caps.append(ev.metrics.cap_attacked - ev.metrics.cap_clean)
         sims.append(ev.metrics.similarity)
+        accs.append(ev.metrics.acc_clean)
+        cap0.append(ev.metrics.cap_clean)
         rows.append({"seed": s, "delta_steps": round(ev.metrics.delta_steps, 3),
                      "delta_steps_ci": f"[{ev.metrics.delta_steps_ci[0]:.2f}, {ev.metrics.delta_steps_ci[1]:.2f}]",
                      "similarity": round(ev.metrics.similarity, 3)})
     metrics: dict[str, float] = {}
-    for k, v in (("delta_steps", deltas), ("cap_increase", caps), ("similarity", sims)):
+    for k, v in (("delta_steps", deltas), ("cap_increase", caps), ("similarity", sims), ("acc_clean", accs),
+                 ("cap_clean", cap0)):
         metrics[k], metrics[f"{k}_min"], metrics[f"{k}_max"] = _spread(v)
-    checks = [Check("transfer_delta_steps", metrics["delta_steps"], ">= 1.0",
-                    paper="bank from 17 probe samples (~1% of data) reused on unseen queries")]
+    checks = _preconditions(metrics["acc_clean"], metrics["cap_clean"]) + [
+        Check("transfer_delta_steps", metrics["delta_steps"], ">= 1.0",
+              paper="bank from 17 probe samples (~1% of data) reused on unseen queries", comparative=True)]
     return Outcome(metrics=metrics, checks=checks, tables={"per_seed": rows})

@@ -48,7 +48,12 @@ def is_correct(answer: str | None, gold: str) -> bool:
 
 @dataclass(frozen=True)
 class PairedMetrics:
-    """Means over tasks, and bootstrap intervals of the paired differences."""
+    """Means over tasks, and bootstrap intervals of the paired differences.
+
+    Steps and cap hits count executed tool calls only; failed turns (``failed_*``: turns whose output could
+    not be parsed or whose backend failed), episodes stopped by them (``error_stop_*``) and the tokens they
+    cost (``failed_tokens_*``, included in ``tokens_*``) are reported on their own.
+    """
 
     n: int
     steps_clean: float
@@ -66,6 +71,12 @@ class PairedMetrics:
     similarity: float
     similarity_rewritten: float
     rewritten_rate: float
+    failed_clean: float = 0.0
+    failed_attacked: float = 0.0
+    error_stop_clean: float = 0.0
+    error_stop_attacked: float = 0.0
+    failed_tokens_clean: float = 0.0
+    failed_tokens_attacked: float = 0.0
 
 
 def paired_metrics(clean: Sequence[Trajectory], attacked: Sequence[Trajectory], gold: Sequence[str],
@@ -94,4 +105,10 @@ def paired_metrics(clean: Sequence[Trajectory], attacked: Sequence[Trajectory], 
         similarity=float(sim.mean()),
         similarity_rewritten=float(sim[rw].mean()) if rw.any() else 1.0,
         rewritten_rate=float(rw.mean()),
+        failed_clean=float(np.mean([t.n_errors for t in clean])),
+        failed_attacked=float(np.mean([t.n_errors for t in attacked])),
+        error_stop_clean=float(np.mean([t.error_stop for t in clean])),
+        error_stop_attacked=float(np.mean([t.error_stop for t in attacked])),
+        failed_tokens_clean=float(np.mean([t.failed_tokens for t in clean])),
+        failed_tokens_attacked=float(np.mean([t.failed_tokens for t in attacked])),
     )
