@@ -98,6 +98,9 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="torch's deterministic kernels (default: on, off when the experiment's device is CUDA)")
     r.add_argument("--device", default=None,
                    help="cpu, cuda, cuda:<n>, mps: where torch experiments with a 'device' field run")
+    r.add_argument("--jobs", default="1",
+                   help="runs at a time, each in its own process with --threads threads (default: 1, in this "
+                   "process); make demo uses 2 on 2 cores with one thread each")
     sw = sub.add_parser("sweep", parents=[common],
                         help="run a grid of seeds and overrides through Ray or a process pool")
     sw.add_argument("names", nargs="+", metavar="NAME", help="<slug>.<experiment>, or <slug>")
@@ -392,6 +395,7 @@ def _plan(args: argparse.Namespace) -> tuple[list[tuple[Any, Any, dict[str, Any]
 def _cmd_run(args: argparse.Namespace) -> int:
     from .core.runner import check_writable, run_experiment
 
+    jobs = _parse_int(args.jobs, "--jobs", 1, 4096)
     plan, broken = _plan(args)
     if plan:
         try:
@@ -401,28 +405,55 @@ def _cmd_run(args: argparse.Namespace) -> int:
     status = EXIT_OK
     for name, err in broken:
         status = worst_status(status, _report_exception(err, name, args.debug))
-    for exp, cfg, overrides in plan:
-        for seed in args.seeds:
-            print(f"running {exp.name} (preset {args.preset}, seed {seed}) ...", flush=True)
-            try:
-                res = run_experiment(exp, cfg, preset=args.preset, seed=seed, out=args.out,
-                                     n_threads=args.n_threads, overrides=overrides, deterministic=args.deterministic)
-            except KeyboardInterrupt:
-                raise
-            except Exception as exc:  # noqa: BLE001 - every failure becomes one line and a status
-                status = worst_status(status, _report_exception(exc, exp.name, args.debug))
-                continue
-            r = res.results
-            tag = {"reproduced": "REPRODUCED", "not reproduced": "NOT REPRODUCED"}.get(res.verdict, "UNDECIDED")
-            roles = {role: [c for c in r["checks"] if c.get("role", "claim") == role]
-                     for role in ("precondition", "claim", "control")}
-            counts = ", ".join(f"{sum(c['passed'] for c in cs)}/{len(cs)} {role}s" for role, cs in roles.items() if cs)
-            print(f"{tag} {exp.name}: {counts}, {r['timing']['wall_s']:.1f} s -> {res.path}", flush=True)
-            for c in r["checks"]:
-                if not c["passed"]:
-                    print(f"    failed {c.get('role', 'claim')}: {c['name']} = {c['value']} (target {c['target']})",
-                          flush=True)
-            status = worst_status(status, status_of_verdict(res.verdict))
+    runs = [(exp, cfg, overrides, seed) for exp, cfg, overrides in plan for seed in args.seeds]
+    if jobs > 1 and len(runs) > 1:
+        return worst_status(status, _run_in_processes(runs, args, jobs))
+    for exp, cfg, overrides, seed in runs:
+        print(f"running {exp.name} (preset {args.preset}, seed {seed}) ...", flush=True)
+        try:
+            res = run_experiment(exp, cfg, preset=args.preset, seed=seed, out=args.out,
+                                 n_threads=args.n_threads, overrides=overrides, deterministic=args.deterministic)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every failure becomes one line and a status
+            status = worst_status(status, _report_exception(exc, exp.name, args.debug))
+            continue
+        _print_run(exp.name, res.verdict, res.results["checks"], res.results["timing"]["wall_s"], res.path)
+        status = worst_status(status, status_of_verdict(res.verdict))
+    return status
+
+
+def _print_run(name: str, verdict: str, checks: list[dict[str, Any]], wall_s: float, path: Any) -> None:
+    """The lines `icml2026 run` prints for a finished run: verdict, passes per role, time, folder, failures."""
+    tag = {"reproduced": "REPRODUCED", "not reproduced": "NOT REPRODUCED"}.get(verdict, "UNDECIDED")
+    roles = {role: [c for c in checks if c.get("role", "claim") == role]
+             for role in ("precondition", "claim", "control")}
+    counts = ", ".join(f"{sum(c['passed'] for c in cs)}/{len(cs)} {role}s" for role, cs in roles.items() if cs)
+    print(f"{tag} {name}: {counts}, {wall_s:.1f} s -> {path}", flush=True)
+    for c in checks:
+        if not c["passed"]:
+            print(f"    failed {c.get('role', 'claim')}: {c['name']} = {c['value']} (target {c['target']})", flush=True)
+
+
+def _run_in_processes(runs: list[tuple[Any, Any, dict[str, Any], int]], args: argparse.Namespace, jobs: int) -> int:
+    """``icml2026 run --jobs N``: each run in a fresh process, N at a time, lines printed as runs finish.
+
+    A run's folder, metrics and verdict are those of the same run made in this process (same config, seed,
+    threads and kernels); only the order in which runs finish, and so the order of the lines, differs.
+    """
+    from .core.sweep import SweepTask, run_in_processes
+
+    tasks = [SweepTask(exp.name, args.preset, seed, tuple(overrides.items()), str(args.out), args.n_threads,
+                       args.deterministic) for exp, _, overrides, seed in runs]
+    print(f"running {len(tasks)} runs, {min(jobs, len(tasks))} at a time (preset {args.preset}) ...", flush=True)
+    status = EXIT_OK
+    for _, res in run_in_processes(tasks, min(jobs, len(tasks))):
+        if res["status"] != "ok":
+            print(f"icml2026: error: {res['error']}", file=sys.stderr, flush=True)
+            status = worst_status(status, int(res["exit"]))
+            continue
+        _print_run(res["name"], res["verdict"], res["checks"], res["wall_s"], res["path"])
+        status = worst_status(status, status_of_verdict(res["verdict"]))
     return status
 
 

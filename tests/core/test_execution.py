@@ -116,3 +116,34 @@ def test_ray_reserves_a_gpu_per_run_and_ships_folders_back(tmp_path: Path) -> No
     for t in tasks:
         res = json.loads((t.folder() / "results.json").read_text())
         assert res["execution"]["cuda_visible_devices"] in ("0", "1")  # each run saw exactly one device
+
+
+# ------------------------------------------------------------------------------------- run --jobs (make demo)
+def test_runs_in_parallel_processes_equal_the_runs_made_in_turn(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture) -> None:
+    argv = ["run", NUMPY_ONLY, "--preset", "quick", "--seed", "0-2", "--threads", "1"]
+    assert main([*argv, "--out", str(tmp_path / "serial")]) == 0
+    assert main([*argv, "--jobs", "2", "--out", str(tmp_path / "parallel")]) == 0
+    out = capsys.readouterr().out
+    assert "3 runs, 2 at a time" in out and out.count(f"REPRODUCED {NUMPY_ONLY}") == 6
+    for seed in range(3):
+        a, b = (json.loads((tmp_path / kind / NUMPY_ONLY / f"quick-seed{seed}" / "results.json").read_text())
+                for kind in ("serial", "parallel"))
+        assert a["metrics"] == b["metrics"] and a["verdict"] == b["verdict"]
+        assert a["execution"] == b["execution"]
+
+
+def test_parallel_runs_report_the_worst_status(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # a config value that the experiment itself refuses fails every run with status 2 and one line each
+    assert main(["run", NUMPY_ONLY, "--seed", "0-1", "--jobs", "2", "--threads", "1",
+                 "--set", "d_model=1", "--out", str(tmp_path)]) in (2,)
+    err = capsys.readouterr().err
+    assert err.count("icml2026: error:") >= 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("jobs", ["0", "-1", "two", "1e9"])
+def test_bad_jobs_are_refused_before_anything_runs(tmp_path: Path, jobs: str,
+                                                   capsys: pytest.CaptureFixture) -> None:
+    assert main(["run", NUMPY_ONLY, "--jobs", jobs, "--out", str(tmp_path / "o")]) == 2
+    assert "--jobs" in capsys.readouterr().err
+    assert not (tmp_path / "o" / NUMPY_ONLY).exists()

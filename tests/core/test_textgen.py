@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from icml2026.core.errors import BadInput
+
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
@@ -191,8 +193,11 @@ def test_from_pretrained_round_trip(tmp_path: Any, family: str) -> None:
     np.testing.assert_allclose(
         again.score(["abc", "h"], ["d", "ge"]), be.score(["abc", "h"], ["d", "ge"]), atol=1e-6
     )
-    with pytest.raises(FileNotFoundError, match="local"):
+    with pytest.raises(BadInput, match="no such file"):  # the core loader's one line, naming the path
         HFLocalBackend.from_pretrained(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(BadInput, match="empty"):
+        HFLocalBackend.from_pretrained(tmp_path / "empty")
 
 
 # -------------------------------------------------------------------------------------- HTTP backend

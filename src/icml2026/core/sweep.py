@@ -28,7 +28,7 @@ from .aggregate import summarize
 from .progress import track
 
 __all__ = ["SweepTask", "expand_grid", "plan_tasks", "is_done", "run_task", "collect_shipped", "execute",
-           "aggregate", "write_sweep", "sweep_id", "map_in_processes"]
+           "aggregate", "write_sweep", "sweep_id", "map_in_processes", "run_in_processes"]
 
 
 @dataclass(frozen=True)
@@ -101,8 +101,8 @@ def run_task(task: SweepTask, ship: bool = False) -> dict[str, Any]:
                              out=scratch if scratch is not None else Path(task.out),
                              n_threads=task.n_threads, overrides=task.overrides_dict, deterministic=task.deterministic)
         out = {**base, "status": "ok", "path": str(task.folder()), "metrics": res.results["metrics"],
-               "verdict": res.verdict,
-               "checks": [{"name": c["name"], "value": c["value"], "passed": c["passed"],
+               "verdict": res.verdict, "wall_s": res.results["timing"]["wall_s"],
+               "checks": [{"name": c["name"], "value": c["value"], "target": c["target"], "passed": c["passed"],
                            "role": c.get("role", "claim")} for c in res.results["checks"]]}
         if scratch is not None:
             out["files"] = {str(f.relative_to(res.path)): f.read_bytes()
@@ -168,6 +168,16 @@ def map_in_processes(calls: list[tuple[Callable[..., Any], tuple[Any, ...]]], wo
                              initargs=(n_threads,)) as pool:
         futures = [pool.submit(fn, *args) for fn, args in calls]
         return [f.result() for f in futures]
+
+
+def run_in_processes(tasks: list[SweepTask], workers: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Run every task (done or not) in ``workers`` fresh processes; yield ``(index, result)`` as each finishes.
+
+    Each result is :func:`run_task`'s: a failure comes back as ``{"status": "error", ...}``, never raised.
+    """
+    if workers < 1:
+        raise ValueError(f"workers = {workers}: must be >= 1")
+    return _local(tasks, workers)
 
 
 def _local(tasks: list[SweepTask], workers: int) -> Iterator[tuple[int, dict[str, Any]]]:

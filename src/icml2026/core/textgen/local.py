@@ -146,28 +146,29 @@ class HFLocalBackend:
         name: str | None = None,
         chat: bool = False,
     ) -> HFLocalBackend:
-        """Load model and tokenizer from a local folder (``save_pretrained`` output); never downloads.
+        """Load model and tokenizer from a local folder or GGUF file, through :mod:`icml2026.core.loaders`.
 
-        A folder holding ``vocab_tokenizer.json`` uses :class:`VocabTokenizer`; any other uses
-        ``AutoTokenizer`` with ``local_files_only=True``.
+        ``path`` is a ``save_pretrained`` folder or a ``.gguf`` file (SmolLM2, Llama, Qwen ... through
+        transformers' GGUF reader); nothing is downloaded. A folder holding ``vocab_tokenizer.json`` (the
+        tiny models built here) uses :class:`VocabTokenizer`; any other uses the model's own tokenizer, whose
+        chat template (if any) renders chat requests. ``dtype`` is ``"float32"``, ``"bfloat16"``,
+        ``"float16"`` or ``None`` (float32), or the matching ``torch.dtype``.
+
+        Raises
+        ------
+        BadInput
+            The path is missing or holds no causal LM (one line naming it).
         """
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from ..loaders import load_causal_lm
 
-        folder = Path(path)
-        if not folder.is_dir():
-            raise FileNotFoundError(
-                f"model folder {str(folder)!r} does not exist (only local paths are loaded)"
-            )
-        kwargs: dict[str, Any] = {"local_files_only": True}
-        if dtype is not None:
-            kwargs["dtype"] = dtype
-        model = AutoModelForCausalLM.from_pretrained(folder, **kwargs)
-        tok: TokenizerLike
-        if (folder / VocabTokenizer.FILE_NAME).exists():
-            tok = VocabTokenizer.load(folder)
-        else:
-            tok = HFTokenizerAdapter(AutoTokenizer.from_pretrained(folder, local_files_only=True))
-        return cls(model, tok, device=device, batch_size=batch_size, name=name or folder.name, chat=chat)
+        dtype_name = str(dtype).removeprefix("torch.") if dtype is not None else None
+        folder = Path(path).expanduser()
+        own_vocab = folder.is_dir() and (folder / VocabTokenizer.FILE_NAME).exists()
+        loaded = load_causal_lm(folder, dtype=dtype_name, device="cpu", load_tokenizer=not own_vocab)
+        model = loaded.model
+        tok: TokenizerLike = (VocabTokenizer.load(folder) if own_vocab
+                              else HFTokenizerAdapter(loaded.tokenizer))
+        return cls(model, tok, device=device, batch_size=batch_size, name=name or folder.stem, chat=chat)
 
     def save_pretrained(self, path: str | Path) -> None:
         """Write model weights, config and (vocabulary or HF) tokenizer into ``path``."""
