@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import copy
 import math
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,11 +26,31 @@ from torch import nn
 
 from icml2026.core.progress import track
 
-from .data import MASK, PAD, VOCAB_SIZE
+from .data import CLS, MASK, PAD, VOCAB_SIZE, Client, token_words
 
-__all__ = ["BackboneConfig", "Backbone", "pretrain_backbone", "ClientLoRALinear", "ClientModel", "TARGETS"]
+__all__ = [
+    "BackboneConfig",
+    "Backbone",
+    "load_backbone",
+    "pretrain_backbone",
+    "ClientLoRALinear",
+    "ClientModel",
+    "TARGETS",
+    "target_names",
+    "tokenize_clients",
+    "pooled_features",
+]
 
-TARGETS = ("query", "value")  # W_q and W_v of every layer, as in the paper
+TARGETS = ("query", "value")  # W_q and W_v of every layer of our BERT, as in the paper
+#: the attention's W_q and W_v by model family (transformers module names)
+_TARGETS_BY_TYPE = {
+    "bert": ("query", "value"),
+    "roberta": ("query", "value"),
+    "xlm-roberta": ("query", "value"),
+    "llama": ("q_proj", "v_proj"),
+    "mistral": ("q_proj", "v_proj"),
+    "qwen2": ("q_proj", "v_proj"),
+}
 
 
 @dataclass(frozen=True)
@@ -43,10 +65,14 @@ class BackboneConfig:
 
 
 class Backbone:
-    """A frozen BERT encoder (``transformers.BertModel``, eager attention); ``from_pretrained`` loads a local copy."""
+    """A frozen ``transformers`` base model (``AutoModel``: hidden states, no head) and its tokenizer, if any.
 
-    def __init__(self, model: Any) -> None:
+    Built here from a config (our small BERT, :meth:`from_config`) or read from a user's folder by
+    :func:`load_backbone` (any ``AutoModel`` whose attention has W_q / W_v: BERT, RoBERTa, Llama-class)."""
+
+    def __init__(self, model: Any, tokenizer: Any = None) -> None:
         self.model = model
+        self.tokenizer = tokenizer
         for p in self.model.parameters():
             p.requires_grad_(False)
         self.model.eval()
@@ -59,6 +85,10 @@ class Backbone:
     def d_model(self) -> int:
         return int(self.model.config.hidden_size)
 
+    @property
+    def max_len(self) -> int:
+        return int(getattr(self.model.config, "max_position_embeddings", 512))
+
     @classmethod
     def from_config(cls, cfg: BackboneConfig, seed: int = 0) -> Backbone:
         from transformers import BertModel
@@ -67,18 +97,46 @@ class Backbone:
         _reinit(model, seed)
         return cls(model)
 
-    @classmethod
-    def from_pretrained(cls, path: str | Path) -> Backbone:
-        """Load a backbone saved with :meth:`save_pretrained` (a local folder; nothing is downloaded)."""
-        from transformers import BertModel
-
-        p = Path(path)
-        if not (p / "config.json").is_file():
-            raise ValueError(f"path = {str(path)!r}: no config.json (not a saved backbone folder)")
-        return cls(BertModel.from_pretrained(str(p), attn_implementation="eager", local_files_only=True))
-
     def save_pretrained(self, path: str | Path) -> None:
         self.model.save_pretrained(str(path))
+        if self.tokenizer is not None:
+            self.tokenizer.save_pretrained(str(path))
+
+
+def load_backbone(path: str | Path, *, dtype: str | None = None, device: str = "cpu", key: str = "model") -> Backbone:
+    """A user's checkpoint (a local Hugging Face folder) as a frozen backbone, through
+    :func:`icml2026.core.loaders.load_encoder` (``AutoModel`` and ``AutoTokenizer``; nothing is downloaded).
+
+    Raises ``BadInput`` naming ``key`` when the folder holds no model, or no attention W_q / W_v to adapt."""
+    from icml2026.core.errors import BadInput
+    from icml2026.core.loaders import check_model_path, load_encoder
+
+    p = check_model_path(path, key=key, kinds=("hf",))
+    loaded = load_encoder(p, dtype=dtype, device=device, key=key, model_kwargs={"attn_implementation": "eager"})
+    backbone = Backbone(loaded.model, loaded.tokenizer)
+    try:
+        target_names(backbone.model)
+    except ValueError as exc:
+        raise BadInput(f"{key} = {str(path)!r}: {exc}") from None
+    return backbone
+
+
+def target_names(model: nn.Module) -> tuple[str, ...]:
+    """The names of the attention's W_q and W_v in ``model`` (by its ``model_type``, else the first pair found)."""
+    names = {n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, nn.Linear)}
+    mtype = str(getattr(getattr(model, "config", None), "model_type", ""))
+    candidates = [_TARGETS_BY_TYPE[mtype]] if mtype in _TARGETS_BY_TYPE else []
+    candidates += [("query", "value"), ("q_proj", "v_proj")]
+    for cand in candidates:
+        if set(cand) <= names:
+            return cand
+    raise ValueError(f"no attention W_q / W_v linear layers found (model_type {mtype!r})")
+
+
+def _layer_of(name: str) -> int | None:
+    """The layer index in a module name (``encoder.layer.3.attention.self.query`` -> 3)."""
+    m = re.search(r"(?:^|\.)(?:layer|layers|h|block)\.(\d+)\.", name)
+    return int(m.group(1)) if m else None
 
 
 def _bert_config(cfg: BackboneConfig) -> Any:
@@ -124,7 +182,7 @@ def pretrain_backbone(
     rng: np.random.Generator,
     device: str | torch.device = "cpu",
 ) -> Backbone:
-    """Masked-LM pre-training (15% of body tokens -> [MASK]) on a task-agnostic corpus, then frozen.
+    """Masked-LM pre-training (15% of the real body tokens -> [MASK], padding masked out), then frozen.
 
     Trained on ``device`` (the backbone stays there); batches and masks are drawn on the CPU and moved."""
     from transformers import BertForMaskedLM
@@ -141,11 +199,12 @@ def pretrain_backbone(
     for _ in track(range(steps), "fedtreelora backbone pre-training", total=steps):
         idx = torch.randint(0, data.shape[0], (batch_size,), generator=g)
         x = data[idx].clone()
-        mask = torch.rand(x.shape, generator=g) < 0.15
+        att = (x != PAD).long()
+        mask = (torch.rand(x.shape, generator=g) < 0.15) & (att == 1)
         mask[:, 0] = False
         labels = torch.where(mask, x, torch.full_like(x, -100))
         x[mask] = MASK
-        loss = mlm(input_ids=x.to(device), labels=labels.to(device)).loss
+        loss = mlm(input_ids=x.to(device), attention_mask=att.to(device), labels=labels.to(device)).loss
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -160,32 +219,37 @@ class ClientLoRALinear(nn.Module):
     the layer's lambda logits (shared by the layer's maps); ``scale`` = alpha / r.
     """
 
-    def __init__(self, base: nn.Linear, owner: ClientModel, layer: int, target: str) -> None:
+    def __init__(self, base: nn.Linear, owner: ClientModel, layer: int, key: str) -> None:
         super().__init__()
         self.base = base
         self.owner = owner.__dict__  # plain reference (no submodule cycle)
-        self.layer, self.target = layer, target
+        self.layer, self.key = layer, key
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         m: ClientModel = self.owner["_self"]
         n = m.n_clients
         y = self.base(x)
         xr = x.reshape(n, -1, x.shape[-1])
-        key = f"{self.layer}_{self.target}"
-        ac, bc = m.A_c[key], m.B_c[key]
-        delta = torch.bmm(torch.bmm(xr, ac.transpose(1, 2)), bc.transpose(1, 2))
+        ac, bc = m.A_c[self.key], m.B_c[self.key]
+        delta = torch.bmm(torch.bmm(xr.to(ac.dtype), ac.transpose(1, 2)), bc.transpose(1, 2))
         if m.ext_active[self.layer]:
             lam = torch.sigmoid(m.theta[self.layer]).view(n, 1, 1)
-            ext = torch.bmm(torch.bmm(xr, m.A_e[key].transpose(1, 2)), m.B_e[key].transpose(1, 2))
+            ext = torch.bmm(
+                torch.bmm(xr.to(ac.dtype), m.A_e[self.key].transpose(1, 2)), m.B_e[self.key].transpose(1, 2)
+            )
             mixed = lam * delta + (1 - lam) * ext
             delta = torch.where(m.has_ext[self.layer].view(n, 1, 1), mixed, delta)
-        return y + m.scale * delta.reshape(y.shape)
+        return y + (m.scale * delta).reshape(y.shape).to(y.dtype)
 
 
 class ClientModel(nn.Module):
     """The frozen backbone shared by N clients, each with its own adapters, lambdas and classification head.
 
-    The classification head (a linear map on the [CLS] state) is kept local for every method.
+    Adapters sit on the attention's W_q and W_v of every layer (:func:`target_names`: ``query``/``value`` in
+    BERT and RoBERTa, ``q_proj``/``v_proj`` in Llama-class models); ``keys`` are ``"<layer>_<name>"`` and
+    ``layer_keys[l]`` the keys of layer l. The classification head (a linear map on the mean of the last
+    hidden states over the attention mask, or on the first token's) is kept local for every method; A and
+    the head are initialised identically for all clients (A from one shared seed, as the paper's step 1).
     """
 
     def __init__(
@@ -209,27 +273,88 @@ class ClientModel(nn.Module):
         self.n_clients, self.rank, self.scale = n_clients, rank, alpha / rank
         self.n_layers = int(self.encoder.config.num_hidden_layers)
         d = int(self.encoder.config.hidden_size)
-        self.keys = [f"{layer}_{t}" for layer in range(self.n_layers) for t in TARGETS]
+        self.targets = target_names(self.encoder)
+        found: dict[str, tuple[str, nn.Linear, int]] = {}
+        for name, mod in self.encoder.named_modules():
+            last = name.rsplit(".", 1)[-1]
+            layer = _layer_of(name)
+            if isinstance(mod, nn.Linear) and last in self.targets and layer is not None:
+                found[f"{layer}_{last}"] = (name, mod, layer)
+        self.keys = [f"{layer}_{t}" for layer in range(self.n_layers) for t in self.targets]
+        missing = [k for k in self.keys if k not in found]
+        if missing:
+            raise ValueError(f"backbone: no adapter target for {', '.join(missing)}")
+        self.layer_keys = [[f"{layer}_{t}" for t in self.targets] for layer in range(self.n_layers)]
+        shapes = {k: (found[k][1].in_features, found[k][1].out_features) for k in self.keys}
         # A random-init with one shared seed (peft's kaiming-uniform bound 1/sqrt(in)), B zero-init
-        bound = 1.0 / math.sqrt(d)
-        a0 = {k: (torch.rand((rank, d), generator=g) * 2 - 1) * bound for k in self.keys}
+        a0 = {k: (torch.rand((rank, shapes[k][0]), generator=g) * 2 - 1) / math.sqrt(shapes[k][0]) for k in self.keys}
         self.A_c = nn.ParameterDict({k: nn.Parameter(a0[k].expand(n_clients, -1, -1).clone()) for k in self.keys})
-        self.B_c = nn.ParameterDict({k: nn.Parameter(torch.zeros(n_clients, d, rank)) for k in self.keys})
-        self.A_e: dict[str, torch.Tensor] = {k: torch.zeros(n_clients, rank, d) for k in self.keys}
-        self.B_e: dict[str, torch.Tensor] = {k: torch.zeros(n_clients, d, rank) for k in self.keys}
+        self.B_c = nn.ParameterDict({k: nn.Parameter(torch.zeros(n_clients, shapes[k][1], rank)) for k in self.keys})
+        self.A_e: dict[str, torch.Tensor] = {k: torch.zeros(n_clients, rank, shapes[k][0]) for k in self.keys}
+        self.B_e: dict[str, torch.Tensor] = {k: torch.zeros(n_clients, shapes[k][1], rank) for k in self.keys}
         self.has_ext = [torch.zeros(n_clients, dtype=torch.bool) for _ in range(self.n_layers)]
         self.ext_active = [False] * self.n_layers
         self.theta = nn.ParameterList([nn.Parameter(torch.zeros(n_clients)) for _ in range(self.n_layers)])
         w0 = torch.randn((d, n_classes), generator=g) * (1.0 / math.sqrt(d))  # one shared head init
         self.head_w = nn.Parameter(w0.expand(n_clients, -1, -1).clone())
         self.head_b = nn.Parameter(torch.zeros(n_clients, n_classes))
-        for layer, blk in enumerate(self.encoder.encoder.layer):
-            for t in TARGETS:
-                setattr(blk.attention.self, t, ClientLoRALinear(getattr(blk.attention.self, t), self, layer, t))
+        for key in self.keys:
+            name, mod, layer = found[key]
+            parent = self.encoder.get_submodule(name.rsplit(".", 1)[0])
+            setattr(parent, name.rsplit(".", 1)[1], ClientLoRALinear(mod, self, layer, key))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits (N, b, n_classes) for token ids ``x`` of shape (N, b, T): row block k goes to client k."""
+    def layer_floats(self, layer: int) -> int:
+        """Floats in layer ``layer``'s cluster expert (A and B of each targeted map)."""
+        return sum(self.A_c[k][0].numel() + self.B_c[k][0].numel() for k in self.layer_keys[layer])
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits (N, b, n_classes) for token ids ``x`` (N, b, T) and attention masks ``mask`` (N, b, T; 1 =
+        real token; ``None``: every position): row block k goes to client k."""
         n, b, t = x.shape
-        hs = self.encoder(input_ids=x.reshape(n * b, t)).last_hidden_state
-        h = hs[:, 0] if self.pooling == "cls" else hs.mean(1)
+        att = torch.ones_like(x) if mask is None else mask
+        att = att.reshape(n * b, t)
+        hs = self.encoder(input_ids=x.reshape(n * b, t), attention_mask=att).last_hidden_state.float()
+        if self.pooling == "cls":
+            h = hs[:, 0]
+        else:
+            w = att.to(hs.dtype).unsqueeze(-1)
+            h = (hs * w).sum(1) / w.sum(1).clamp_min(1.0)
         return torch.baddbmm(self.head_b.unsqueeze(1), h.reshape(n, b, -1), self.head_w)
+
+
+def tokenize_clients(clients: Sequence[Client], tokenizer: Any, max_len: int) -> list[Client]:
+    """The clients' synthetic sequences as text (one word per token, :func:`.data.token_words`) read by a
+    checkpoint's own tokenizer: token ids and attention masks of variable length, padded per client with
+    masked zeros. Sequences longer than ``max_len`` tokens are cut (the mask stays exact)."""
+    words = token_words()
+
+    def encode(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        texts = [" ".join(words[int(t)] for t in row if t not in (PAD, CLS)) for row in x]
+        ids = tokenizer(texts, add_special_tokens=True, truncation=True, max_length=max_len)["input_ids"]
+        t = max(len(r) for r in ids)
+        out = np.zeros((len(ids), t), dtype=np.int64)
+        mask = np.zeros((len(ids), t), dtype=np.int64)
+        for i, r in enumerate(ids):
+            out[i, : len(r)], mask[i, : len(r)] = r, 1
+        return out, mask
+
+    res = []
+    for c in clients:
+        xtr, mtr = encode(c.x_train)
+        xte, mte = encode(c.x_test)
+        res.append(Client(xtr, c.y_train, xte, c.y_test, c.task, mask_train=mtr, mask_test=mte))
+    return res
+
+
+def pooled_features(backbone: Backbone, x: np.ndarray, mask: np.ndarray, batch: int = 200) -> np.ndarray:
+    """(n, d) mean over the attention mask of the frozen backbone's last hidden states."""
+    dev = next(backbone.model.parameters()).device
+    out = []
+    with torch.no_grad():
+        for i in range(0, x.shape[0], batch):
+            xb = torch.as_tensor(x[i : i + batch]).to(dev)
+            mb = torch.as_tensor(mask[i : i + batch]).to(dev)
+            hs = backbone.model(input_ids=xb, attention_mask=mb).last_hidden_state.float()
+            w = mb.to(hs.dtype).unsqueeze(-1)
+            out.append(((hs * w).sum(1) / w.sum(1).clamp_min(1.0)).cpu().numpy())
+    return np.concatenate(out)
