@@ -56,7 +56,7 @@ def assemble(dst: Path) -> list[str]:
     (docs / "api" / "core.md").write_text("# icml2026.core\n\n" + "".join(
         f"::: icml2026.core.{m}\n\n" for m in ("config", "validate", "outcome", "registry", "runner", "report",
                                                "sweep", "aggregate", "errors", "rng", "progress", "controls",
-                                               "stats", "loaders", "gpu_smoke", "plotting")))
+                                               "stats", "loaders", "training", "gpu_smoke", "plotting")))
     # the shared language-model layer: its package page lists what it exports (backends, usage records,
     # the test server, the tiny-LM trainer), as a paper's page does
     (docs / "api" / "core_textgen.md").write_text("# icml2026.core.textgen\n\n::: icml2026.core.textgen\n")
@@ -86,6 +86,8 @@ def assemble(dst: Path) -> list[str]:
         "            filters: ['!^_']",
         "            show_if_no_docstring: false",
         "            warn_unknown_params: false",
+        "            extensions:",
+        f"              - {ROOT / 'docs' / 'xrefs.py'}:SphinxRoles",
         "markdown_extensions: [tables, fenced_code, admonition, toc]",
         "nav:",
         *nav,

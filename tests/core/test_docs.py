@@ -26,3 +26,10 @@ def test_docs_build_strict(tmp_path: Path) -> None:
         assert "doc-function" in api or "doc-class" in api, f"{slug}: the API page documents nothing"
     assert "Exit status" in (site / "index.html").read_text()
     assert "icml2026 sweep" in (site / "cli.html").read_text()
+    # Sphinx roles in docstrings (``:func:`check_model_path```) are links on the site, never raw text: the
+    # loaders' summary table links to check_model_path's entry on the same page
+    assert 'href="#icml2026.core.loaders.check_model_path"' in (site / "api" / "core.html").read_text()
+    for page in sorted((site / "api").glob("*.html")):
+        text = page.read_text()
+        assert ":func:`" not in text and ":class:`" not in text, page.name
+
