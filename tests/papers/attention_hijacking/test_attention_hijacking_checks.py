@@ -1,4 +1,4 @@
-"""The checks' statistics: the lower bound over distillation seeds and the guard-gated claim checks."""
+"""The checks' statistics: the lower bound over distillation seeds and the claim checks with their preconditions."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from icml2026.papers.attention_hijacking.experiments._common import _lcb  # noqa: E402
-from icml2026.papers.attention_hijacking.experiments.attacks import _claim_checks  # noqa: E402
+from icml2026.papers.attention_hijacking.studies._common import _lcb  # noqa: E402
+from icml2026.papers.attention_hijacking.studies.attacks import _claim_checks  # noqa: E402
 
 
 def test_lcb_is_the_one_sided_95_percent_t_bound():
@@ -37,26 +37,33 @@ def test_a_mean_that_clears_the_target_by_seed_noise_does_not_clear_it_on_the_bo
     assert np.mean(v) > 0 and _lcb(v) < 0
 
 
-def _m(guard: float) -> dict[str, float]:
-    return {"ah_asr": 1.0, "ah_flip_rate": float("nan"), "ah_clean_target_rate": guard, "ah_cta_gain": 0.0}
+def _m(extra: float, clean_cta: float = 0.6, probe: float = 0.6) -> dict[str, float]:
+    return {"ah_asr": 1.0, "ah_flip_rate": float("nan"), "ah_clean_target_rate": 0.4 + extra,
+            "clean_clean_target_rate": 0.4, "ah_cta_gain": 0.0, "clean_cta": clean_cta, "linear_probe_cta": probe}
 
 
-def test_claim_checks_are_gated_on_the_guard():
+def test_claim_checks_put_the_guard_relative_to_clean_dd_and_clean_dd_learning_as_preconditions():
+    from icml2026.core.outcome import verdict_of
+
     names = lambda cs: [c.name for c in cs]  # noqa: E731
-    # the guard fails (or is NaN): only the guard is checked, and it fails the run
-    for bad in (0.9, 0.21, float("nan")):
-        failed = _claim_checks(_m(bad), "anchor", "", "", prefix="film_")
-        assert names(failed) == ["film_ah_clean_nontarget_to_target_rate"]
-        assert not failed[0].passed
-    # the guard passes: ASR, flip rate, guard and CTA gap, with the trigger's targets (criterion 2 for the anchor,
-    # 3 for the noise trigger); the NaN flip rate of _m fails
-    passed = _claim_checks(_m(0.1), "anchor", "", "", prefix="film_")
-    assert names(passed) == ["film_ah_asr", "film_ah_flip_rate", "film_ah_clean_nontarget_to_target_rate",
-                             "film_ah_cta_minus_clean_dd"]
-    assert [c.passed for c in passed] == [True, False, True, True]
-    noise = _claim_checks(_m(0.2), "noise", "", "")
-    assert [c.target for c in noise] == [">= 0.9", ">= 0.9", "<= 0.2", ">= -0.03"]
-    anchor_gap = _claim_checks({**_m(0.1), "ah_cta_gain": -0.02}, "anchor", "", "")[-1]
+    cs = _claim_checks(_m(0.0), "anchor", "", "", prefix="film_")
+    assert names(cs) == ["film_clean_dd_cta_over_linear_probe", "film_ah_extra_clean_nontarget_to_target",
+                         "film_ah_asr", "film_ah_flip_rate", "film_ah_cta_minus_clean_dd"]
+    assert [c.role for c in cs] == ["precondition", "precondition", "claim", "claim", "claim"]
+    assert [c.comparative for c in cs] == [False, False, True, True, True]
+    # every check is computed, whatever the guard (no gating): the NaN flip rate fails, the rest pass
+    assert [c.passed for c in cs] == [True, True, True, False, True]
+    # the guard is relative to clean DD: AH's extra lean to the target within 1 - the ASR target (0.05 anchor)
+    assert cs[1].value == pytest.approx(0.0) and cs[1].target == "<= 0.05"
+    assert not _claim_checks(_m(0.06), "anchor", "", "")[1].passed
+    noise = _claim_checks(_m(0.06), "noise", "", "")
+    assert [c.target for c in noise] == [">= 0.985", "<= 0.1", ">= 0.9", ">= 0.9", ">= -0.03"]
+    assert noise[1].passed  # 0.06 <= 0.10
+    # clean DD far below the probe (quick: chance-level clean DD) makes the run undecided, whatever the claims
+    weak = _claim_checks(_m(0.0, clean_cta=0.5, probe=0.65), "noise", "", "")
+    assert not weak[0].passed
+    assert verdict_of([(c.role, c.passed) for c in weak]) == "undecided"
+    anchor_gap = _claim_checks({**_m(0.0), "ah_cta_gain": -0.02}, "anchor", "", "")[-1]
     assert anchor_gap.target == ">= -0.01" and not anchor_gap.passed
 
 
@@ -70,8 +77,9 @@ def test_fixed_position_1_puts_the_trigger_right_after_cls_where_the_distilled_s
 
 
 def test_without_gap_the_cta_gap_is_left_to_the_metrics():
-    cs = _claim_checks(_m(0.1), "anchor", "", "", gap=False)
-    assert [c.name for c in cs] == ["ah_asr", "ah_flip_rate", "ah_clean_nontarget_to_target_rate"]
+    cs = _claim_checks(_m(0.0), "anchor", "", "", gap=False)
+    assert [c.name for c in cs] == ["clean_dd_cta_over_linear_probe", "ah_extra_clean_nontarget_to_target",
+                                    "ah_asr", "ah_flip_rate"]
 
 
 def test_the_batch_size_reaches_the_distillation_and_report_variants_trims_the_ablation(tmp_path):
@@ -79,7 +87,7 @@ def test_the_batch_size_reaches_the_distillation_and_report_variants_trims_the_a
 
     from icml2026.core.registry import get_experiment
     from icml2026.core.runner import run_experiment
-    from icml2026.papers.attention_hijacking.experiments._common import AHConfig, _dcfg
+    from icml2026.papers.attention_hijacking.studies._common import AHConfig, _dcfg
 
     assert _dcfg(AHConfig(batch_size=8)).batch_size == 8
     assert _dcfg(AHConfig()).batch_size == 32  # the base code's, in the full presets
@@ -107,7 +115,7 @@ def test_worker_processes_give_the_numbers_of_one_process(smoke_in_1_and_2_worke
 
 
 def test_worker_processes_need_the_cpu():
-    from icml2026.papers.attention_hijacking.experiments import AHConfig, BaseDDConfig
+    from icml2026.papers.attention_hijacking.studies import AHConfig, BaseDDConfig
 
     for cls in (AHConfig, BaseDDConfig):
         with pytest.raises(ValueError, match="workers"):

@@ -11,14 +11,14 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from icml2026.papers.attention_hijacking.experiments._common import _lcb  # noqa: E402
-from icml2026.papers.attention_hijacking.experiments.grid import (  # noqa: E402
+from icml2026.papers.attention_hijacking.method import AttackResult  # noqa: E402
+from icml2026.papers.attention_hijacking.studies._common import _lcb  # noqa: E402
+from icml2026.papers.attention_hijacking.studies.grid import (  # noqa: E402
     _GRID_SETS,
     GridConfig,
     _grid_metrics,
     _grid_rank,
 )
-from icml2026.papers.attention_hijacking.method import AttackResult  # noqa: E402
 
 
 def _r(cta: float, attention: float = 0.5, seg_kl: float = 0.02) -> AttackResult:

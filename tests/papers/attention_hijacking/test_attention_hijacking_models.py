@@ -16,7 +16,9 @@ def test_from_pretrained_roundtrip_on_a_tiny_saved_model(factory, tok, tmp_path)
     for k in factory.base:
         if not k.startswith("classifier."):
             assert torch.equal(loaded.base[k], factory.base[k]), k
-    with pytest.raises(ValueError, match="config.json"):
+    from icml2026.core.errors import BadInput
+
+    with pytest.raises(BadInput, match="model"):
         LearnerFactory.from_pretrained(tmp_path / "nowhere", 2, tok)
 
 
@@ -37,7 +39,7 @@ def test_minilm_arch_loads_the_shipped_checkpoint_with_its_pooler():
     from safetensors import safe_open
 
     from icml2026.papers.attention_hijacking.data import minilm_path
-    from icml2026.papers.attention_hijacking.experiments._common import AHConfig, _factory
+    from icml2026.papers.attention_hijacking.studies._common import AHConfig, _factory
 
     f = _factory(AHConfig(arch="minilm-l6", n_seeds=1))
     assert (f.n_layers, f.config.num_attention_heads, f.config.hidden_size) == (6, 12, 384)

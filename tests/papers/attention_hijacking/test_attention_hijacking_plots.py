@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from icml2026.papers.attention_hijacking.experiments.attacks import _bars
+from icml2026.papers.attention_hijacking.studies.attacks import _bars
 
 
 def test_bars_accept_a_mean_an_ulp_above_the_max() -> None:

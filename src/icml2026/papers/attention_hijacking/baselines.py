@@ -225,9 +225,11 @@ def linear_probe_accuracy(model_factory: LearnerFactory, data: TextDataset, test
         out = []
         with torch.no_grad():
             for s in range(0, len(ds), chunk):
-                o = model_factory.model.bert(input_ids=b.input_ids[s:s + chunk].to(dev),
-                                             attention_mask=b.attention_mask[s:s + chunk].to(dev))
-                out.append(o.pooler_output.float().cpu().numpy())
+                o = model_factory.model.base_model(input_ids=b.input_ids[s:s + chunk].to(dev),
+                                                   attention_mask=b.attention_mask[s:s + chunk].to(dev))
+                # BERT's pooled [CLS]; RoBERTa and DistilBERT have no pooler: their head reads the first token
+                pooled = getattr(o, "pooler_output", None)
+                out.append((o.last_hidden_state[:, 0] if pooled is None else pooled).float().cpu().numpy())
         return np.concatenate(out)
 
     clf = make_pipeline(StandardScaler(), LogisticRegression(C=0.1, max_iter=3000))

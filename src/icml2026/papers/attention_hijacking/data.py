@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from icml2026.core.errors import MissingDependency
+from icml2026.core.errors import BadInput, MissingDependency
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformers import PreTrainedTokenizerFast
@@ -28,6 +28,8 @@ __all__ = [
     "load_rotten_tomatoes",
     "load_imdb_texts",
     "load_tweets",
+    "load_local_dataset",
+    "check_data_path",
     "minilm_path",
     "load_tokenizer",
     "insert_trigger",
@@ -125,6 +127,146 @@ def load_tweets(split: str, seed: int = 0, task: str = "binary") -> TextDataset:
     return TextDataset([rows[i]["text"] for i in idx],
                        np.array([classes.index(rows[i]["sentiment"]) for i in idx], np.int64),
                        f"tweets-{task}/{split}", len(classes))
+
+
+# ------------------------------------------------------------------------------------------ a user's data
+#: The split names read from a local folder, in the order train, val, test (the first name found is used).
+_LOCAL_SPLITS = (("train",), ("validation", "val", "dev"), ("test",))
+_TEXT_COLUMNS = ("text", "sentence")  # SST-2 names its column "sentence"
+_FILE_KINDS = (".csv", ".jsonl", ".json")
+
+
+def _local_kind(folder: Path) -> str:
+    """``"datasets"`` (``DatasetDict.save_to_disk``) or ``"files"`` (train/test CSV or JSONL files)."""
+    if (folder / "dataset_dict.json").is_file():
+        return "datasets"
+    if (folder / "dataset_info.json").is_file() or (folder / "state.json").is_file():
+        raise ValueError("a single saved Dataset; save a DatasetDict with train and test splits")
+    names = {p.stem for p in folder.iterdir() if p.suffix in _FILE_KINDS}
+    if "train" not in names or "test" not in names:
+        raise ValueError("neither a saved DatasetDict (dataset_dict.json) nor train and test files "
+                         f"({', '.join('train' + k for k in _FILE_KINDS)}, and the same for test)")
+    return "files"
+
+
+def check_data_path(path: str, key: str = "data") -> Path:
+    """The ``--set data=DIR`` check (nothing is read but the folder's listing); ``BadInput`` naming ``key``."""
+    p = Path(str(path)).expanduser()
+    if not str(path).strip():
+        raise BadInput(f"{key}: empty path")
+    if not p.is_dir():
+        raise BadInput(f"{key} = {str(path)!r}: no such folder")
+    try:
+        _local_kind(p)
+    except ValueError as exc:
+        raise BadInput(f"{key} = {str(path)!r}: {exc}") from None
+    return p
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    import json
+
+    if path.suffix == ".csv":
+        with path.open(encoding="utf-8", newline="") as f:
+            return list(csv.DictReader(f))
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json" and text.lstrip().startswith("["):
+        rows = json.loads(text)
+    else:  # JSON lines
+        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    if not all(isinstance(r, dict) for r in rows):
+        raise ValueError(f"{path.name}: every row must be a JSON object")
+    return rows
+
+
+def _local_rows(folder: Path, kind: str) -> dict[str, list[dict[str, Any]]]:
+    """Rows of each split found (``train``, ``val``, ``test``) as dicts."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    if kind == "datasets":
+        try:
+            import datasets
+        except ImportError as e:
+            raise MissingDependency("the datasets package (a saved DatasetDict)",
+                                    "pip install 'icml2026[attention_hijacking]'") from e
+        dd = datasets.load_from_disk(str(folder))
+        for split, names in zip(_SPLITS, _LOCAL_SPLITS, strict=True):
+            name = next((n for n in names if n in dd), None)
+            if name is not None:
+                out[split] = [dict(r) for r in dd[name]]
+        return out
+    files = {p.stem: p for p in sorted(folder.iterdir()) if p.suffix in _FILE_KINDS}
+    for split, names in zip(_SPLITS, _LOCAL_SPLITS, strict=True):
+        name = next((n for n in names if n in files), None)
+        if name is not None:
+            out[split] = _read_rows(files[name])
+    return out
+
+
+def load_local_dataset(path: str | Path, *, key: str = "data",
+                       val_fraction: float = 0.1) -> tuple[TextDataset, TextDataset, TextDataset]:
+    """A text-classification dataset from a local folder: (train, val, test).
+
+    The folder holds either a ``datasets`` ``DatasetDict`` written by ``save_to_disk`` (read with
+    ``datasets.load_from_disk``) or files ``train.csv`` / ``train.jsonl`` and ``test.*`` (``validation.*``,
+    ``val.*`` or ``dev.*`` optional). Each row has a text column (``text`` or ``sentence``) and a ``label``:
+    integers ``0..C-1``, or class names (numbered in sorted order). Without a validation split, ``val_fraction``
+    of train is held out (fixed seed 0). Nothing is downloaded.
+
+    Raises
+    ------
+    BadInput
+        One line naming ``key``: the folder is missing, holds neither format, or a split lacks a column, has an
+        empty text, a label outside ``0..C-1`` or a single class.
+    """
+    folder = check_data_path(str(path), key)
+    where = f"{key} = {str(path)!r}"
+    try:
+        rows = _local_rows(folder, _local_kind(folder))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BadInput(f"{where}: unreadable ({' '.join(str(exc).split())[:200]})") from None
+    cols: dict[str, str] = {}
+    for split, rs in rows.items():
+        if not rs:
+            raise BadInput(f"{where}: the {split} split is empty")
+        col = next((c for c in _TEXT_COLUMNS if c in rs[0]), None)
+        if col is None or "label" not in rs[0]:
+            raise BadInput(f"{where}: the {split} split needs a text column ({' or '.join(_TEXT_COLUMNS)}) and "
+                           f"a label column; it has {', '.join(map(str, rs[0]))}")
+        cols[split] = col
+    raw = {s: [r["label"] for r in rs] for s, rs in rows.items()}
+    if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) or (isinstance(v, str) and v.strip().isdigit())
+           for v in raw["train"]):
+        def to_int(v: Any) -> int:
+            if isinstance(v, bool) or not (isinstance(v, (int, np.integer)) or (isinstance(v, str)
+                                                                               and v.strip().isdigit())):
+                raise BadInput(f"{where}: label {v!r} is not an integer like the train split's")
+            return int(v)
+        labels = {s: np.array([to_int(v) for v in vs], np.int64) for s, vs in raw.items()}
+        n_classes = int(labels["train"].max()) + 1
+    else:
+        names = sorted({str(v) for v in raw["train"]})
+        for s, vs in raw.items():
+            unknown = sorted({str(v) for v in vs} - set(names))
+            if unknown:
+                raise BadInput(f"{where}: the {s} split has labels absent from train ({', '.join(unknown[:3])})")
+        labels = {s: np.array([names.index(str(v)) for v in vs], np.int64) for s, vs in raw.items()}
+        n_classes = len(names)
+    if n_classes < 2 or len(np.unique(labels["train"])) < 2:
+        raise BadInput(f"{where}: the train split holds a single class")
+    sets: dict[str, TextDataset] = {}
+    for s, rs in rows.items():
+        if labels[s].min() < 0 or labels[s].max() >= n_classes:
+            raise BadInput(f"{where}: the {s} split has a label outside 0..{n_classes - 1}")
+        texts = [str(r[cols[s]]) if r[cols[s]] is not None else "" for r in rs]
+        if any(not t.strip() for t in texts):
+            raise BadInput(f"{where}: the {s} split has an empty text")
+        sets[s] = TextDataset(texts, labels[s], f"{folder.name}/{s}", n_classes)
+    if "val" not in sets:
+        perm = np.random.default_rng(0).permutation(len(sets["train"]))
+        n_val = max(1, int(round(val_fraction * len(perm))))
+        sets["val"] = sets["train"].subset(np.sort(perm[:n_val]))
+        sets["train"] = sets["train"].subset(np.sort(perm[n_val:]))
+    return sets["train"], sets["val"], sets["test"]
 
 
 def minilm_path() -> Path:

@@ -34,6 +34,7 @@ __all__ = [
     "DistilledSet",
     "RealPoison",
     "AttackResult",
+    "PlantedEffect",
     "distill",
     "AttackPools",
     "encode_attack_pools",
@@ -71,6 +72,10 @@ class DistillConfig:
     trigger: str = "film"
     target: int = 1  # y_t
     n_poison_per_class: int = 1  # k_p synthetic poisoned samples per non-target class
+    # Deviation: the brief's AH set holds dpc + k_p (C - 1) target-labelled samples against dpc per other class
+    # (binary, dpc = 1: 2 against 1); with balance_classes every non-target class gets k_p (C - 1) extra clean
+    # samples, so each class has the same count and the victims' lean to the target is not set by the label counts.
+    balance_classes: bool = False
     pin_trigger: bool = True  # the trigger slot is fixed to the trigger's word embedding
     trigger_slot: int = 1  # P (position after [CLS])
     alpha: float = 1.0
@@ -113,6 +118,8 @@ class DistillConfig:
         positive_int(self.n_bd_heads, "n_bd_heads", minimum=0)
         positive_int(self.trigger_search_every, "trigger_search_every", minimum=0)
         positive_int(self.snapshot_every, "snapshot_every", minimum=0)
+        if not isinstance(self.balance_classes, bool):
+            raise ValueError(f"balance_classes = {self.balance_classes!r}: must be True or False")
         if not isinstance(self.cls_only_last_layer, bool):
             raise ValueError(f"cls_only_last_layer = {self.cls_only_last_layer!r}: must be True or False")
 
@@ -427,8 +434,11 @@ def distill(model_factory: LearnerFactory, data: TextDataset, cfg: DistillConfig
     bd_layer, bd_heads = _bd_heads(model_factory, cfg)
 
     # --- the learnable distilled data (brief 2.1) ---
-    clean_labels = np.repeat(np.arange(n_classes), cfg.dpc)
     n_poison = cfg.n_poison_per_class * (n_classes - 1) if cfg.attack else 0
+    clean_labels = np.repeat(np.arange(n_classes), cfg.dpc)
+    if cfg.attack and cfg.balance_classes:  # every non-target class gets as many extra clean samples
+        others = np.array([c for c in range(n_classes) if c != cfg.target])
+        clean_labels = np.sort(np.concatenate([clean_labels, np.repeat(others, n_poison)]))
     labels_np = np.concatenate([clean_labels, np.full(n_poison, cfg.target if cfg.attack else 0)])
     poisoned = np.concatenate([np.zeros(len(clean_labels), bool), np.ones(n_poison, bool)])
     n = len(labels_np)
@@ -659,14 +669,49 @@ class AttackResult:
     balanced_cta: float = float("nan")
 
 
+@dataclass(frozen=True)
+class PlantedEffect:
+    """An effect planted by construction into every victim's predictions (the planted and null controls of the
+    comparative checks; never used by the method itself).
+
+    trigger_rate : each triggered non-target test row is predicted as the target with this probability (else the
+        victim's own prediction stands): a backdoor of known strength on a set that has none.
+    cta_drop : this fraction of the clean test rows, drawn among those the victim classifies correctly, is
+        predicted as another class: a utility loss of known size (CTA falls by exactly ``cta_drop`` while enough
+        rows are correct).
+    """
+
+    trigger_rate: float = 0.0
+    cta_drop: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("trigger_rate", "cta_drop"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+                raise ValueError(f"{name} = {v!r}: must be a number in [0, 1]")
+
+
+def _plant_clean(p: np.ndarray, labels: np.ndarray, n_classes: int, drop: float,
+                 rng: np.random.Generator) -> np.ndarray:
+    """``p`` with ``round(drop * n)`` correctly classified rows (drawn with ``rng``) sent to the next class."""
+    correct = np.flatnonzero(p == labels)
+    k = min(len(correct), int(round(drop * len(p))))
+    out = p.copy()
+    if k:
+        rows = rng.choice(correct, size=k, replace=False)
+        out[rows] = (labels[rows] + 1) % n_classes
+    return out
+
+
 def evaluate_distilled(distilled: DistilledSet, model_factory: LearnerFactory, test: TextDataset, n_learners: int,
                        rng: np.random.Generator, *, trigger: str | None = None, target: int | None = None,
                        seq_len: int | None = None, use_attention_labels: bool = True,
                        position: int | None = None, triggered: EncodedBatch | None = None,
-                       clean: EncodedBatch | None = None) -> AttackResult:
+                       clean: EncodedBatch | None = None, plant: PlantedEffect | None = None) -> AttackResult:
     """Train ``n_learners`` fresh victims on ``distilled`` and measure CTA, ASR and the attention mechanism.
 
     ``trigger``/``target`` default to the set's own (an attacker-free set needs them given to measure ASR).
+    ``plant`` (controls only) plants a known effect into the victims' predictions (:class:`PlantedEffect`).
     """
     import torch
 
@@ -702,9 +747,13 @@ def evaluate_distilled(distilled: DistilledSet, model_factory: LearnerFactory, t
         tid = trigger_token_ids(tok, trigger)
         has = torch.isin(clean.input_ids, torch.as_tensor(tid)).any(1).numpy()
         nat_rows = np.flatnonzero(has & (test.labels != target))
+    # the planting's own stream, drawn only for a control: a run without one keeps its draws
+    r_plant = np.random.default_rng(int(rng.integers(2**63))) if plant is not None else None
     for _ in range(n_learners):
         params = train_learner(distilled, model_factory, gen, use_attention_labels)
         p, _ = predict(model_factory, params, clean)
+        if plant is not None and r_plant is not None and plant.cta_drop > 0:
+            p = _plant_clean(p, test.labels, model_factory.n_classes, plant.cta_drop, r_plant)
         cta.append(float((p == test.labels).mean()))
         bal.append(float(balanced_accuracy_score(test.labels, p)))
         if len(nat_rows):
@@ -714,6 +763,8 @@ def evaluate_distilled(distilled: DistilledSet, model_factory: LearnerFactory, t
         if triggered is not None and target is not None:
             pt, at = predict(model_factory, params, triggered, attentions=True)
             assert at is not None
+            if plant is not None and r_plant is not None and plant.trigger_rate > 0:
+                pt = np.where(r_plant.random(len(pt)) < plant.trigger_rate, target, pt)
             asr.append(float((pt == target).mean()))
             kept = p[nt_idx] != target  # rows the victim gets right without the trigger (paired with pt)
             flip.append(float((pt[kept] == target).mean()) if kept.any() else float("nan"))

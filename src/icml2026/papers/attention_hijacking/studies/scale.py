@@ -6,24 +6,12 @@ from typing import Any
 
 import numpy as np
 
-from icml2026.core import Check, Outcome, experiment, spawn
+from icml2026.core import Check, Outcome, spawn
 
-from ._common import _BASE_LR_INIT, _SMOKE, AHConfig
+from ._common import AHConfig
 from .attacks import _KIND, _attack_grids, _AttackGrid, _bars, _claim_checks
 
 
-@experiment(
-    "attention_hijacking.scale",
-    claim="Criterion 5 (report): claims 2-3 re-checked on MiniLM-L6 (the shipped pretrained weights), 1 "
-    "distillation seed: AH with 'film' reaches ASR >= 95 % at CTA >= clean DD - 1 point, with 'cf' ASR >= 90 % "
-    "at CTA >= clean DD - 3 points; victims are fresh MiniLM learners trained only on the published set.",
-    presets={"smoke": AHConfig(**{**_SMOKE, "arch": "minilm-l6", "baselines": 0}),
-             # Deviation: quick is a path check (8 outer steps: one MiniLM AH step takes seconds on 2 cores)
-             "quick": AHConfig(arch="minilm-l6", n_seeds=1, n_steps=8, n_learners=3, n_train=500, n_test=100,
-                               seq_len=32, n_strip=20, strip_perturb=2, baselines=0, lr=0.1, lr_init=_BASE_LR_INIT,
-                               n_onion=10, workers=2),
-             "full": AHConfig(arch="minilm-l6", n_seeds=1, n_steps=300, baselines=0, workers=2)},
-)
 def scale(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     metrics: dict[str, float] = {}
     rows: list[dict] = []

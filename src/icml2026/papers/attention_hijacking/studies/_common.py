@@ -16,12 +16,20 @@ import numpy as np
 
 from icml2026.core.config import config, param
 from icml2026.core.device import check_device_name, check_workers, resolve_device
+from icml2026.core.errors import BadInput
 from icml2026.core.progress import plain_lines
 from icml2026.core.sweep import map_in_processes
 
 from ..baselines import doorping, naive_attack, tbadd
-from ..data import TextDataset, load_imdb_texts, load_rotten_tomatoes, load_tokenizer
-from ..method import AttackResult, DistillConfig, distill, evaluate_distilled
+from ..data import (
+    TextDataset,
+    check_data_path,
+    load_imdb_texts,
+    load_local_dataset,
+    load_rotten_tomatoes,
+    load_tokenizer,
+)
+from ..method import AttackResult, DistillConfig, PlantedEffect, distill, evaluate_distilled
 from ..models import LearnerFactory
 
 #: Learners: BERT-Tiny / BERT-Mini MLM-pre-trained here, or MiniLM-L6 from the shipped pretrained weights.
@@ -41,6 +49,37 @@ _CLS_ONLY_HELP = ("1: the outer loss's passes compute the last layer for the [CL
 
 #: eta init of the full presets (card deviation 12; the reason is at AHConfig.lr_init).
 _ETA_INIT = 1.0
+
+#: Help of the fields every experiment shares.
+_MODEL_HELP = ("a local AutoModelForSequenceClassification checkpoint (BERT, RoBERTa or DistilBERT class, a folder "
+               "written by save_pretrained, with its tokenizer); replaces arch: the learners' encoder")
+_DATA_HELP = ("a local text-classification dataset: a datasets DatasetDict saved with save_to_disk, or train/test "
+              "(validation optional) CSV or JSONL files with text (or sentence) and label columns; replaces the "
+              "experiment's shipped data")
+_BALANCED_HELP = ("1: AH's published set holds as many samples of every class (the non-target classes get extra "
+                  "clean samples, card deviation 13); 0: the brief's set (2 target-labelled samples against 1)")
+_CONTROL_HELP = ("controls of the comparative checks: 'planted' replaces the attacked arm by construction with an "
+                 "independent clean-DD arm given a known effect of the brief's size, 'null' with an arm of no effect "
+                 "(or, for a non-inferiority check, one worse than the margin); see the card")
+_CONTROLS = ("none", "planted", "null")
+
+
+def _check_paths(cfg: Any) -> None:
+    """The ``model`` and ``data`` fields: empty, or a folder of the right kind (``BadInput`` naming the key)."""
+    if cfg.model:
+        from icml2026.core.loaders import check_model_path
+
+        check_model_path(cfg.model, key="model", kinds=("hf",))
+    if cfg.data:
+        check_data_path(cfg.data, "data")
+    if cfg.model and cfg.cls_only_last_layer:
+        import json
+        from pathlib import Path as _P
+
+        model_type = json.loads((_P(cfg.model).expanduser() / "config.json").read_text()).get("model_type")
+        if model_type != "bert":
+            raise BadInput(f"cls_only_last_layer = 1: written for BERT's layers; model holds a {model_type!r} "
+                           "checkpoint (set cls_only_last_layer=0)")
 
 
 @config
@@ -88,10 +127,15 @@ class AHConfig:
     cache: Literal["on", "off"] = param("on", help="keep the pre-trained encoder under runs/attention_hijacking.cache")
     workers: int = param(1, 1, 64, help=_WORKERS_HELP)
     cls_only_last_layer: int = param(0, 0, 1, help=_CLS_ONLY_HELP)
+    model: str = param("", help=_MODEL_HELP)
+    data: str = param("", help=_DATA_HELP)
+    balanced_set: int = param(1, 0, 1, help=_BALANCED_HELP)
+    control: str = param("none", choices=_CONTROLS, help=_CONTROL_HELP)
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
         check_workers(self.workers, self.device)
+        _check_paths(self)
 
 
 _SMOKE: dict[str, Any] = dict(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_learners=1, n_train=64, n_test=40,
@@ -193,10 +237,29 @@ def _factory(cfg: AHConfig) -> LearnerFactory:
     import torch
 
     device = resolve_device(cfg.device)
+    if cfg.model:  # a user's checkpoint, through the project's loader
+        return _local_model(str(cfg.model), _n_classes(cfg)).to(device)
     if cfg.arch == "minilm-l6":  # the shipped sentence-transformers checkpoint, pooler included
         return _minilm().to(device)
     mlm, tok = _pretrained(cfg.arch, cfg.mlm_steps, cfg.mlm_batch, device, cfg.cache == "on")
     return LearnerFactory.from_mlm(mlm, tok, 2, torch.Generator().manual_seed(0)).to(device)
+
+
+@functools.lru_cache(maxsize=2)
+def _local_model(path: str, n_classes: int) -> LearnerFactory:
+    """A user's ``AutoModelForSequenceClassification`` checkpoint, read once per process."""
+    return LearnerFactory.from_pretrained(path, n_classes)
+
+
+def _n_classes(cfg: Any) -> int:
+    """The number of classes of the experiment's data (2 for the shipped sets)."""
+    return _local_data(str(cfg.data))[0].n_classes if cfg.data else 2
+
+
+@functools.lru_cache(maxsize=2)
+def _local_data(path: str) -> tuple[TextDataset, TextDataset, TextDataset]:
+    """A user's dataset (train, val, test), read once per process."""
+    return load_local_dataset(path, key="data")
 
 
 @functools.lru_cache(maxsize=1)
@@ -209,8 +272,12 @@ def _minilm() -> LearnerFactory:
 
 def _data(cfg: AHConfig, rng: np.random.Generator, load: Callable[[str], TextDataset] = load_rotten_tomatoes
           ) -> tuple[TextDataset, TextDataset, TextDataset]:
-    """Subsets of ``load``'s three splits (Rotten Tomatoes unless given) of the sizes in ``cfg``."""
-    train, val, test = (load(s) for s in ("train", "val", "test"))
+    """Subsets of ``load``'s three splits (Rotten Tomatoes unless given; ``cfg.data`` when set) of the sizes in
+    ``cfg``."""
+    if cfg.data:
+        train, val, test = _local_data(str(cfg.data))
+    else:
+        train, val, test = (load(s) for s in ("train", "val", "test"))
     train = train.subset(np.sort(rng.choice(len(train), size=min(cfg.n_train, len(train)), replace=False)))
     test = test.subset(np.sort(rng.choice(len(test), size=min(cfg.n_test, len(test)), replace=False)))
     val = val.subset(np.sort(rng.choice(len(val), size=min(cfg.n_test, len(val)), replace=False)))
@@ -220,7 +287,8 @@ def _data(cfg: AHConfig, rng: np.random.Generator, load: Callable[[str], TextDat
 def _dcfg(cfg: AHConfig, **kw: Any) -> DistillConfig:
     return DistillConfig(dpc=cfg.dpc, seq_len=cfg.seq_len, n_steps=cfg.n_steps, lr=cfg.lr, lr_init=cfg.lr_init,
                          batch_size=cfg.batch_size, alpha=cfg.alpha, beta=cfg.beta, gamma=cfg.gamma, target=TARGET,
-                         cls_only_last_layer=bool(cfg.cls_only_last_layer), **kw)
+                         cls_only_last_layer=bool(cfg.cls_only_last_layer),
+                         balance_classes=bool(getattr(cfg, "balanced_set", 0)), **kw)
 
 
 def _agg(per: dict[str, list[float]]) -> dict[str, float]:
@@ -288,8 +356,9 @@ def _set_job(g: _GridData, seed: int, name: str, r_make: np.random.Generator, r_
     factory = _factory(cfg)
     t0 = time.monotonic()
     base, desc = _dcfg(cfg), f"{g.label}{trigger} seed {seed} {name}"
+    control = cfg.control != "none" and name != "clean"
     with plain_lines():  # jobs may run side by side in worker processes: no live bars
-        if name == "clean":
+        if name == "clean" or control:  # a control's arm: an independent clean DD set (its own stream)
             ds = distill(factory, g.train, base, r_make, pool=g.pool, show_progress=desc)
         elif name == "ah":
             ds = distill(factory, g.train, _dcfg(cfg, attack=True, trigger=trigger), r_make, pool=g.pool,
@@ -308,7 +377,9 @@ def _set_job(g: _GridData, seed: int, name: str, r_make: np.random.Generator, r_
                          r_make, pool=g.pool, attack_pools=g.attack_pools, show_progress=desc)
         else:
             raise ValueError(f"name = {name!r}: not a set of the grid")
-    if name == "doorping" and ds.trigger != trigger:  # its own optimised trigger
+    if control:
+        res = _control_result(cfg, name, trigger, _victims(g, ds, r_eval, plant=_control_effect(cfg, name, trigger)))
+    elif name == "doorping" and ds.trigger != trigger:  # its own optimised trigger
         res = evaluate_distilled(ds, factory, g.test, cfg.n_learners, r_eval, clean=g.clean_test)
     else:
         res = _victims(g, ds, r_eval)
@@ -318,12 +389,57 @@ def _set_job(g: _GridData, seed: int, name: str, r_make: np.random.Generator, r_
     return ds, res, pos1
 
 
-def _victims(g: _GridData, ds: Any, r_eval: np.random.Generator, triggered: Any = None) -> AttackResult:
+def _victims(g: _GridData, ds: Any, r_eval: np.random.Generator, triggered: Any = None,
+             plant: PlantedEffect | None = None) -> AttackResult:
     """``g.cfg.n_learners`` fresh victims of ``ds`` on ``g``'s test set, triggered with ``g.trigger`` (the inputs
-    ``triggered``, else ``g.trig_test``)."""
+    ``triggered``, else ``g.trig_test``), with ``plant`` planted into their predictions (controls only)."""
     return evaluate_distilled(ds, _factory(g.cfg), g.test, g.cfg.n_learners, r_eval, trigger=g.trigger,
                               target=TARGET, triggered=g.trig_test if triggered is None else triggered,
-                              clean=g.clean_test)
+                              clean=g.clean_test, plant=plant)
+
+
+# ------------------------------------------------------------------------------------------ controls
+#: CTA tolerance of the brief per trigger kind: criterion 2 (anchor, 1 point), criterion 3 (noise and functional
+#: triggers, 3 points); the tweets' anchor (picked by select_anchor) is an anchor.
+_CTA_MARGIN = {"anchor": 0.01, "noise": 0.03, "functional": 0.03}
+#: The kind of each trigger of the brief.
+_KIND = {"film": "anchor", "cf": "noise", "also": "functional"}
+#: Planted ASR: the paper's "ASR > 99 %" (anchor trigger).
+_PLANT_TRIGGER_RATE = 0.99
+#: Planted rise of the CLS mass on the trigger (L_hijack) and of the other heads' KL (L_seg): twice the ablation
+#: checks' 0.05, an effect the checks are built to see.
+_PLANT_ATTENTION = 0.1
+#: The arms that stand for AH itself (its ablations are compared with them).
+_AH_ARMS = ("ah", "full")
+
+
+def _cta_margin(trigger: str) -> float:
+    return _CTA_MARGIN[_KIND.get(trigger, "anchor")]
+
+
+def _control_effect(cfg: Any, name: str, trigger: str) -> PlantedEffect:
+    """What a control plants into an arm's victims (the arm itself is an independent clean DD set).
+
+    planted: every AH-like arm gets a backdoor of the paper's strength (``_PLANT_TRIGGER_RATE`` of the triggered
+    non-target inputs sent to the target) and no utility change (the paper: "no utility degradation"). null: no
+    backdoor, and a CTA loss of twice the trigger's margin (the non-inferiority null: an arm worse than the margin).
+    """
+    if cfg.control == "planted":
+        return PlantedEffect(trigger_rate=_PLANT_TRIGGER_RATE)
+    return PlantedEffect(cta_drop=2 * _cta_margin(trigger))
+
+
+def _control_result(cfg: Any, name: str, trigger: str, res: AttackResult) -> AttackResult:
+    """``res`` with the planted control's attention effects (the ablation checks' arms): AH's arm puts
+    ``_PLANT_ATTENTION`` more CLS mass on the trigger than its no-L_hijack arm, the no-L_seg arm has a KL that much
+    higher than AH's. The null plants nothing: every arm is the same method."""
+    if cfg.control != "planted":
+        return res
+    if name in _AH_ARMS:
+        return replace(res, trigger_attention=min(1.0, res.trigger_attention + _PLANT_ATTENTION))
+    if name == "no_seg":
+        return replace(res, seg_kl=res.seg_kl + _PLANT_ATTENTION)
+    return res
 
 
 def _say(line: str) -> None:

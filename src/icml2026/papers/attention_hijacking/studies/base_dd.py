@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from icml2026.core import Check, Outcome, experiment, spawn
+from icml2026.core import Check, Outcome, spawn
 from icml2026.core.config import config, param
 from icml2026.core.device import check_device_name, check_workers
 from icml2026.core.plotting import new_figure
@@ -18,16 +18,19 @@ from icml2026.core.progress import plain_lines
 
 from ..baselines import full_finetune, linear_probe_accuracy, random_real_baseline
 from ..data import TextDataset, encode
-from ..method import distill, evaluate_distilled
+from ..method import PlantedEffect, distill, evaluate_distilled
 from ._common import (
-    _BASE_LR_INIT,
     _CLS_ONLY_HELP,
+    _CONTROLS,
+    _DATA_HELP,
     _ETA_INIT,
+    _MODEL_HELP,
     _WORKERS_HELP,
     AHConfig,
     Arch,
     Job,
     _agg,
+    _check_paths,
     _data,
     _dcfg,
     _factory,
@@ -35,6 +38,7 @@ from ._common import (
     _run_jobs,
     _say,
 )
+from .attacks import _clean_dd_learns
 
 
 @config
@@ -58,10 +62,17 @@ class BaseDDConfig:
     cache: Literal["on", "off"] = param("on", help="keep the pre-trained encoder under runs/attention_hijacking.cache")
     workers: int = param(1, 1, 64, help=_WORKERS_HELP)
     cls_only_last_layer: int = param(0, 0, 1, help=_CLS_ONLY_HELP)
+    model: str = param("", help=_MODEL_HELP)
+    data: str = param("", help=_DATA_HELP)
+    control: str = param("none", choices=_CONTROLS, help="controls of the two gains: 'planted' replaces the arm "
+                         "without attention labels and the random-real arm by independent DD-with-attention sets "
+                         "whose victims lose twice the target's gain by construction (2 and 10 points); 'null' by "
+                         "independent DD-with-attention sets (the same method)")
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
         check_workers(self.workers, self.device)
+        _check_paths(self)
 
 
 def _with_factory(cfg: AHConfig, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -69,36 +80,36 @@ def _with_factory(cfg: AHConfig, fn: Callable[..., Any], args: tuple[Any, ...], 
     return fn(_factory(cfg), *args, **kwargs)
 
 
+#: The two gains' targets (brief criterion 1 and the 1-point floor below); a planted control plants twice each.
+_GAIN_TARGETS = {"gain_vs_no_attention": 0.01, "gain_vs_random_real": 0.05}
+
+
 def _dd_cta_job(cfg: AHConfig, seed: int, name: str, train: TextDataset, test: TextDataset, pool: Any,
                 clean_test: Any, attention: str, n_learners: int, r_make: np.random.Generator,
-                r_eval: np.random.Generator) -> float:
-    """CTA of the fresh victims of one clean distilled set (with attention labels of type ``attention``)."""
+                r_eval: np.random.Generator, plant: PlantedEffect | None = None) -> float:
+    """CTA of the fresh victims of one clean distilled set (with attention labels of type ``attention``), with
+    ``plant`` planted into their predictions (controls only)."""
     factory = _factory(cfg)
     t0 = time.monotonic()
     with plain_lines():  # jobs may run side by side in worker processes: no live bars
         ds = distill(factory, train, _dcfg(cfg, attention_label_type=attention), r_make, pool=pool,
                      show_progress=f"base_dd seed {seed} {name}")
-    cta = evaluate_distilled(ds, factory, test, n_learners, r_eval, clean=clean_test).cta
+    cta = evaluate_distilled(ds, factory, test, n_learners, r_eval, clean=clean_test, plant=plant).cta
     _say(f"[base_dd seed {seed}] {name}: CTA {cta:.3f} ({time.monotonic() - t0:.0f} s)")
     return cta
 
 
-@experiment(
-    "attention_hijacking.base_dd",
-    claim="With 1 distilled sample per class, DD with attention labels beats DD without them and beats "
-    "fine-tuning on 1 random real sample per class by >= 5 points (BERT-Tiny-MLM, RT).",
-    presets={"smoke": BaseDDConfig(mlm_steps=3, mlm_batch=4, n_seeds=1, n_steps=2, n_learners=1, n_train=64,
-                                   n_test=40, seq_len=24, finetune_steps=2, cache="off"),
-             "quick": BaseDDConfig(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=200, n_learners=5, n_train=2000,
-                                   n_test=300, finetune_steps=60, lr=0.1, lr_init=_BASE_LR_INIT, batch_size=16,
-                                   seq_len=32, workers=2),
-             "full": BaseDDConfig(workers=2)},
-)
+def _gain_plant(cfg: BaseDDConfig, gain: str) -> PlantedEffect:
+    """A control's comparison arm: the planted one loses twice the gain's target by construction; the null's is
+    the same method as the arm it is compared with."""
+    return PlantedEffect(cta_drop=2 * _GAIN_TARGETS[gain] if cfg.control == "planted" else 0.0)
+
+
 def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
     a = AHConfig(arch=cfg.arch, mlm_steps=cfg.mlm_steps, mlm_batch=cfg.mlm_batch, n_steps=cfg.n_steps,
                  n_train=cfg.n_train, n_test=cfg.n_test, seq_len=cfg.seq_len, lr=cfg.lr, lr_init=cfg.lr_init,
                  batch_size=cfg.batch_size, cls_only_last_layer=cfg.cls_only_last_layer,
-                 device=cfg.device, cache=cfg.cache)
+                 device=cfg.device, cache=cfg.cache, model=cfg.model, data=cfg.data)
     factory = _factory(a)  # built (and cached on disk) here, before any worker reads it
     r_data, r_seeds, r_ft = spawn(rng, 3)
     train, val, test = _data(a, r_data)
@@ -108,8 +119,19 @@ def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
     for s, r in enumerate(spawn(r_seeds, cfg.n_seeds)):
         r1, r2, r3, e1, e2 = spawn(r, 5)
         for name, kind, rd, re in (("dd_attention", "cls", r1, e1), ("dd_no_attention", "none", r2, e2)):
+            if cfg.control != "none" and name == "dd_no_attention":  # an independent DD-with-attention set
+                plant = _gain_plant(cfg, "gain_vs_no_attention")
+                jobs.append(((s, name), _dd_cta_job, (a, s, name, train, test, pool, clean_test, "cls",
+                                                      cfg.n_learners, rd, re, plant)))
+                continue
             jobs.append(((s, name), _dd_cta_job, (a, s, name, train, test, pool, clean_test, kind, cfg.n_learners,
                                                   rd, re)))
+        if cfg.control != "none":
+            rd, re = spawn(r3, 2)
+            jobs.append(((s, "random_real"), _dd_cta_job, (a, s, "random_real", train, test, pool, clean_test, "cls",
+                                                           cfg.n_learners, rd, re,
+                                                           _gain_plant(cfg, "gain_vs_random_real"))))
+            continue
         jobs.append(((s, "random_real"), _with_factory, (a, random_real_baseline, (train, val, test, cfg.n_learners,
                                                                                   r3), {"seq_len": cfg.seq_len})))
     jobs.append((("finetune",), _with_factory, (a, full_finetune, (train, test, r_ft),
@@ -130,18 +152,22 @@ def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
     m["cta_full_finetune"] = res[("finetune",)]
     m["majority_rate"] = float(max(np.mean(test.labels), 1 - np.mean(test.labels)))
     # what a linear head on the frozen encoder's pooled output can read at all (bounds a one-step victim)
-    m["cta_linear_probe"] = linear_probe_accuracy(factory, train, test, seq_len=cfg.seq_len)
+    m["cta_linear_probe"] = m["linear_probe_cta"] = linear_probe_accuracy(factory, train, test, seq_len=cfg.seq_len)
     checks = [
+        # clean DD (with attention labels) learns the task: 98.5 % of the linear probe's CTA (Maekawa et al.)
+        _clean_dd_learns(m, key="cta_dd_attention"),
         # Both gains are paired per distillation seed and checked on their lower bound over the seeds (_lcb): the
         # means sat within seed noise of the targets (quick: -0.0002 / -0.005 / +0.024 over run seeds 0-2 against
         # 0.01), so a mean's verdict followed the run seed.
         # Fails if attention labels are ignored by the inner loss (lam = 0 gives ~0 gain with noise of either
         # sign). One point, not the brief's ">= 0": two victims at chance tie within a few predictions (quick seed
         # 0: -0.0002, one prediction in 4,500), so a target at 0 would let float noise decide the verdict.
-        Check("gain_vs_no_attention_lcb", m["gain_vs_no_attention_lcb"], ">= 0.01",
-              paper="attention labels help (Maekawa)"),
+        Check("gain_vs_no_attention_lcb", m["gain_vs_no_attention_lcb"],
+              f">= {_GAIN_TARGETS['gain_vs_no_attention']}", paper="attention labels help (Maekawa)",
+              comparative=True),
         # fails when distillation learns nothing (a distilled set at init is no better than random real data)
-        Check("gain_vs_random_real_lcb", m["gain_vs_random_real_lcb"], ">= 0.05", paper="—"),
+        Check("gain_vs_random_real_lcb", m["gain_vs_random_real_lcb"], f">= {_GAIN_TARGETS['gain_vs_random_real']}",
+              paper="—", comparative=True),
     ]
     fig, ax = new_figure("Clean test accuracy, 1 sample per class (RT)", "method", "CTA")
     names = ["dd_attention", "dd_no_attention", "random_real"]

@@ -12,19 +12,19 @@ from typing import Any
 
 import numpy as np
 
-from icml2026.core import Check, Outcome, experiment, spawn
+from icml2026.core import Check, Outcome, spawn
 from icml2026.core.plotting import new_figure, range_yerr
 from icml2026.core.rng import torch_generator
 
-from ..baselines import strip_defence
+from ..baselines import linear_probe_accuracy, strip_defence
 from ..data import TextDataset, encode, encode_triggered
 from ..defences import onion_defence, onion_filter, onion_scores, onion_threshold
 from ..method import encode_attack_pools, train_learner
 from ._common import (
     _AH_ABLATIONS,
+    _CTA_MARGIN,
     _JOB_ORDER,
-    _QUICK,
-    _SMOKE,
+    _KIND,
     TARGET,
     AHConfig,
     Job,
@@ -127,7 +127,10 @@ class _AttackGrid:
             for k in ("cta", "balanced_cta"):  # paired per seed
                 per.setdefault(f"ah_{k}_gain", []).append(per[f"ah_{k}"][-1] - per[f"clean_{k}"][-1])
             rows.append(row)
-        return _agg(per), rows
+        m = _agg(per)
+        # what a linear head on the frozen encoder reads (clean DD's precondition)
+        m["linear_probe_cta"] = linear_probe_accuracy(factory, g.train, g.test, seq_len=cfg.seq_len)
+        return m, rows
 
 
 def _job_rank(job: Job) -> int:
@@ -196,50 +199,54 @@ def _bars(metrics: dict[str, float], title: str) -> Any:
     return fig
 
 
-#: (ASR target, CTA-gap target) per trigger: brief criterion 2 for the anchor, criterion 3 for the others.
-_TARGETS = {"anchor": (0.95, -0.01), "noise": (0.90, -0.03), "functional": (0.90, -0.03)}
-#: The kind of each trigger of the brief (the tweets' anchor is picked by the brief's rule, see select_anchor).
-_KIND = {"film": "anchor", "cf": "noise", "also": "functional"}
+#: (ASR target, CTA-gap target) per trigger kind: brief criterion 2 for the anchor, criterion 3 for the others.
+_TARGETS = {k: ({"anchor": 0.95}.get(k, 0.90), -_CTA_MARGIN[k]) for k in _CTA_MARGIN}
 #: The paper's statements beside criteria 2 / 3 per trigger kind: (ASR, CTA gap to clean DD).
 _PAPER = {"anchor": (">99 % (anchor trigger 'film')", "CTA increases (synergy)"),
           "noise": ("robust where baselines fail (no number)", "no utility collapse"),
           "functional": ("robust where baselines fail (no number)", "no utility collapse")}
-#: Largest rate of clean non-target test inputs a victim may send to the target (guard of every attack run).
-_GUARD = 0.2
+#: Maekawa et al. (ACL 2023), the base method: one distilled sample per class and one step reach 98.5 % of the
+#: original dataset's accuracy (AG News). Our one-step victims read the frozen encoder's pooled output, so the
+#: original dataset's accuracy they can reach is that of a linear probe on it (trained on all the run's training
+#: sentences): clean DD must reach 98.5 % of it before its CTA is a utility reference.
+_DD_OF_PROBE = 0.985
 
 
-# Deviation: the attack checks are gated on the clean-input guard (card deviation 9).
+def _clean_dd_learns(m: dict[str, float], prefix: str = "", key: str = "clean_cta") -> Check:
+    """Precondition: clean DD learns the task (CTA >= 98.5 % of the linear probe's, Maekawa et al.)."""
+    return Check(f"{prefix}clean_dd_cta_over_linear_probe", m[key] / m["linear_probe_cta"], f">= {_DD_OF_PROBE}",
+                 paper="98.5 % of the full data's accuracy, 1 sample per class (Maekawa et al.)",
+                 role="precondition")
+
+
 def _claim_checks(m: dict[str, float], kind: str, asr_paper: str, gap_paper: str, prefix: str = "",
                   gap: bool = True) -> list[Check]:
-    """Criteria 2 / 3 for a trigger of ``kind`` (see :data:`_TARGETS`): clean-input guard, then ASR, flip rate
-    and CTA gap to clean DD.
+    """Criteria 2 / 3 for a trigger of ``kind`` (see :data:`_TARGETS`): two preconditions (clean DD learns the
+    task; AH's victims send no more clean non-target inputs to the target than clean DD's, within the ASR's own
+    tolerance), then ASR, flip rate and CTA gap to clean DD (comparative claims: their power and false-positive
+    rate come from the planted and null presets). Without ``gap`` the CTA gap is left to the metrics (``tweets``).
 
-    Gated (card deviation 9): the ASR, the flip rate and the CTA gap are checked only when the guard passes. When
-    it fails, the victims send most clean non-target inputs to the target (near-constant victims), so the three are
-    decided by which class each victim happens to collapse to: they stay metrics, and the failed guard fails the
-    run. Measured: ungated, the CTA gap followed the run seed (quick, 100 outer steps: +0.001 / -0.016 against
-    -0.01 on seeds 0 / 1, both with the guard failed at 0.74 / 1.0), as the flip rate did at 50 steps (1.0 / NaN
-    on seeds 0 / 1). Without ``gap`` the CTA gap is left to the metrics (see ``tweets``)."""
+    The guard is relative to clean DD (issue 65; it was an absolute <= 0.2 of our own, which clean DD's own
+    victims failed at 0.41-0.45): a victim that sends an extra fraction d of clean non-target inputs to the
+    target has up to d of its ASR owed to that lean, not to the trigger; the ASR target leaves 1 - target of the
+    inputs unflipped, so d must stay within that (0.05 for the anchor, 0.10 for the others)."""
     asr_target, gap_target = _TARGETS[kind]
-    # An ASR means something only if the victim does not also send clean non-target inputs to the target: a
-    # victim that predicts the target for everything has ASR = 1 (this happened at our scale). Guard, not a
-    # paper number: a victim with CTA >= 80 % has at most 20 % such errors on a balanced test set.
-    guard = Check(f"{prefix}ah_clean_nontarget_to_target_rate", m["ah_clean_target_rate"], f"<= {_GUARD}",
-                  paper="—")
-    if not m["ah_clean_target_rate"] <= _GUARD:  # NaN fails too
-        return [guard]
+    m["ah_extra_clean_to_target"] = m["ah_clean_target_rate"] - m["clean_clean_target_rate"]
     checks = [
-        # fails when the poisoned samples are dropped (attack off: ASR = clean DD's target rate, ~0.5)
-        Check(f"{prefix}ah_asr", m["ah_asr"], f">= {asr_target}", paper=asr_paper),
+        _clean_dd_learns(m, prefix),
+        Check(f"{prefix}ah_extra_clean_nontarget_to_target", m["ah_extra_clean_to_target"],
+              f"<= {round(1 - asr_target, 4)}", paper="—", role="precondition"),
+        # fails when the poisoned samples are dropped (attack off: ASR = clean DD's target rate, ~0.5); the null
+        # control is exactly that
+        Check(f"{prefix}ah_asr", m["ah_asr"], f">= {asr_target}", paper=asr_paper, comparative=True),
         # ASR restricted to the non-target inputs each victim classifies correctly without the trigger, paired row
         # by row: the trigger itself must flip them. A victim that ignores the trigger flips none (0: fails); same
         # target as the ASR's.
-        Check(f"{prefix}ah_flip_rate", m["ah_flip_rate"], f">= {asr_target}", paper="—"),
-        guard,
+        Check(f"{prefix}ah_flip_rate", m["ah_flip_rate"], f">= {asr_target}", paper="—", comparative=True),
     ]
     if gap:  # fails if AH's poisoned samples/terms disturb the clean computation by more than the brief allows
         checks.append(Check(f"{prefix}ah_cta_minus_clean_dd", m["ah_cta_gain"], f">= {gap_target}",
-                            paper=gap_paper))
+                            paper=gap_paper, comparative=True))
     return checks
 
 
@@ -253,14 +260,6 @@ def _mechanism_checks(m: dict[str, float], prefix: str = "") -> list[Check]:
     ]
 
 
-@experiment(
-    "attention_hijacking.anchor",
-    claim="AH with the anchor trigger 'film' reaches ASR >= 95 % at CTA >= clean DD - 1 point, and the victims' "
-    "last-layer CLS attention puts >= 0.5 of its mass on the trigger (<= 0.15 after clean DD); victims are "
-    "fresh learners trained only on the published distilled set; NaiveAttack, DoorPing, TBADD and STRIP "
-    "reported beside it.",
-    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig(workers=2)},
-)
 def anchor(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     m, rows = _attack_grid(cfg, rng, "film")
     checks = [*_claim_checks(m, "anchor", *_PAPER["anchor"]), *_mechanism_checks(m)]
@@ -268,24 +267,10 @@ def anchor(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
                    tables={"per_seed": rows})
 
 
-@experiment(
-    "attention_hijacking.noise",
-    claim="AH with the noise trigger 'cf' reaches ASR >= 90 % at CTA >= clean DD - 3 points with attention "
-    "segregation (other heads' clean/triggered KL <= 0.1); victims are fresh learners trained only "
-    "on the published distilled set; NaiveAttack, DoorPing, TBADD and STRIP reported beside it.",
-    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig(workers=2)},
-)
 def noise(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     return _robust_trigger(cfg, rng, "cf", "Noise trigger 'cf' (RT test)")
 
 
-@experiment(
-    "attention_hijacking.functional",
-    claim="AH with the functional trigger 'also' reaches ASR >= 90 % at CTA >= clean DD - 3 points (the noise "
-    "trigger's criterion applied to function words); victims are fresh learners trained only on the "
-    "published distilled set; NaiveAttack, DoorPing, TBADD and STRIP reported beside it.",
-    presets={"smoke": AHConfig(**_SMOKE), "quick": AHConfig(**_QUICK), "full": AHConfig(workers=2)},
-)
 def functional(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     return _robust_trigger(cfg, rng, "also", "Functional trigger 'also' (RT test)")
 

@@ -9,16 +9,15 @@ from typing import Any
 
 import numpy as np
 
-from icml2026.core import Check, Outcome, experiment, spawn
+from icml2026.core import Check, Outcome, spawn
 from icml2026.core.config import config, param
 
+from ..baselines import linear_probe_accuracy
 from ..data import encode, encode_triggered
 from ..method import AttackResult, encode_attack_pools
 from ._common import (
     _AH_ABLATIONS,
     _JOB_ORDER,
-    _QUICK,
-    _SMOKE,
     TARGET,
     AHConfig,
     Job,
@@ -76,21 +75,6 @@ def _grid_metrics(results: dict[str, list[AttackResult]]) -> tuple[dict[str, flo
     return {**_agg(per), **bounds}, per
 
 
-@experiment(
-    "attention_hijacking.grid",
-    claim="The brief's full grid in one run: for the anchor 'film', the functional 'also' and the noise 'cf' "
-    "triggers, BERT-Tiny, 3 distillation seeds x 20 fresh victims of clean DD, AH, AH without L_hijack (beta=0) "
-    "and without L_seg (gamma=0), NaiveAttack and TBADD at the same budget: criteria 2 and 3 (ASR, flip rate, CTA "
-    "gap, gated on the clean-input guard), criterion 4 and the two ablation checks per trigger; plus the MiniLM-L6 "
-    "subset (clean DD and AH for 'film' and 'cf', 1 seed, reported). The outer loss's last layer is computed for "
-    "the [CLS] query only (the same function, faster).",
-    presets={"smoke": GridConfig(**{**_SMOKE, "minilm_steps": 2, "cls_only_last_layer": 1}),
-             # Deviation: quick is a path check (card deviation 7): 60 outer steps, 3 victims, no MiniLM subset (the
-             # smoke preset runs it), ~1 min; seeds 0-2 gave 12/18 each, every check >= 0.045 from its target
-             "quick": GridConfig(**{**_QUICK, "n_steps": 60, "n_learners": 3, "minilm_steps": 0,
-                                    "cls_only_last_layer": 1}),
-             "full": GridConfig(workers=2, cls_only_last_layer=1)},
-)
 def grid(cfg: GridConfig, rng: np.random.Generator) -> Outcome:
     tok = _factory(cfg).tokenizer  # the encoder is built (and cached on disk) here, before any worker reads it
     r_data, r_pool, r_seeds, r_minilm = spawn(rng, 4)
@@ -121,6 +105,7 @@ def grid(cfg: GridConfig, rng: np.random.Generator) -> Outcome:
         mcfg = replace(cfg, arch="minilm-l6", n_steps=cfg.minilm_steps)
         add("minilm", 0, [replace(gs[t], cfg=mcfg, label="minilm-l6 ") for t in _MINILM_TRIGGERS], r_minilm)
     res = _run_jobs(sorted(jobs, key=_grid_rank), cfg.workers, "grid sets")
+    probe = linear_probe_accuracy(_factory(cfg), train, test, seq_len=cfg.seq_len)
 
     metrics: dict[str, float] = {}
     checks: list[Check] = []
@@ -134,6 +119,8 @@ def grid(cfg: GridConfig, rng: np.random.Generator) -> Outcome:
         found = {"clean": [res[(arch, s, "clean")][trig_order.index(t)] for s in seeds],
                  **{n: [res[(arch, s, t, n)][1] for s in seeds] for n in sets}}
         m, _ = _grid_metrics(found)
+        if arch == "tiny":  # clean DD's precondition reads the frozen encoder's linear probe
+            m["linear_probe_cta"] = probe
         prefix = f"{t}_" if arch == "tiny" else f"minilm_{t}_"
         metrics.update({f"{prefix}{k}": v for k, v in m.items()})
         rows += [{"arch": cfg.arch if arch == "tiny" else "minilm-l6", "trigger": t, "seed": s, "set": n,

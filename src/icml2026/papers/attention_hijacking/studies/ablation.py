@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from icml2026.core import Check, Outcome, experiment, spawn
+from icml2026.core import Check, Outcome, spawn
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import plain_lines
 
@@ -20,12 +20,11 @@ from ..data import TextDataset, encode, encode_triggered
 from ..method import AttackResult, distill, encode_attack_pools, evaluate_distilled
 from ._common import (
     _AH_ABLATIONS,
-    _QUICK,
-    _SMOKE,
     TARGET,
     AHConfig,
     Job,
     _agg,
+    _control_result,
     _data,
     _dcfg,
     _factory,
@@ -42,11 +41,16 @@ def _variant_job(cfg: AHConfig, seed: int, name: str, kw: dict[str, Any], train:
     """The fresh victims of one AH variant (AH's DistillConfig with the fields ``kw`` replaced)."""
     factory = _factory(cfg)
     t0 = time.monotonic()
-    dc = replace(_dcfg(cfg, attack=True, trigger=ap.trigger), **kw)
+    # a control's variants: independent clean DD sets (the same method), the planted one with the attention
+    # effects planted by construction (_control_result)
+    dc = _dcfg(cfg) if cfg.control != "none" else replace(_dcfg(cfg, attack=True, trigger=ap.trigger), **kw)
     with plain_lines():  # jobs may run side by side in worker processes: no live bars
-        ds = distill(factory, train, dc, r_make, pool=pool, attack_pools=ap,
+        ds = distill(factory, train, dc, r_make, pool=pool, attack_pools=ap if dc.attack else None,
                      show_progress=f"ablation seed {seed} {name}")
-    res = evaluate_distilled(ds, factory, test, cfg.n_learners, r_eval, triggered=trig_test, clean=clean_test)
+    res = evaluate_distilled(ds, factory, test, cfg.n_learners, r_eval, trigger=ap.trigger, target=TARGET,
+                             triggered=trig_test, clean=clean_test)
+    if cfg.control != "none":
+        res = _control_result(cfg, name, ap.trigger, res)
     _say(f"[ablation seed {seed}] {name}: ASR {res.asr:.3f}, CLS mass on the trigger {res.trigger_attention:.3f} "
          f"({time.monotonic() - t0:.0f} s)")
     return res
@@ -62,30 +66,25 @@ def _ablation_effects(per: dict[str, list[float]], full: str) -> dict[str, float
     return {"hijack_effect_lcb": _lcb(per["hijack_effect"]), "seg_effect_lcb": _lcb(per["seg_effect"])}
 
 
-def _ablation_checks(m: dict[str, float], prefix: str = "") -> list[Check]:
-    """The two ablation checks on ``m``'s ``hijack_effect_lcb`` and ``seg_effect_lcb``."""
+def _ablation_checks(m: dict[str, float], prefix: str = "", full: str = "ah") -> list[Check]:
+    """The two ablation checks on ``m``'s ``hijack_effect_lcb`` and ``seg_effect_lcb`` (comparative: AH against
+    its ablations), after their precondition: full AH (prefix ``full``) hijacks the head (criterion 4's >= 0.5),
+    else there is no hijack for L_hijack's removal to lower."""
     return [
+        Check(f"{prefix}{full}_hijacks_for_the_ablation", m[f"{full}_trigger_attention"], ">= 0.5", paper="—",
+              role="precondition"),
         # Both effects are paired per distillation seed and checked on their lower bound over the seeds (_lcb).
         # Fails if L_hijack had no effect on the victims' attention (or the opposite effect).
-        Check(f"{prefix}hijack_term_raises_trigger_attention_lcb", m["hijack_effect_lcb"], ">= 0.05", paper="—"),
+        Check(f"{prefix}hijack_term_raises_trigger_attention_lcb", m["hijack_effect_lcb"], ">= 0.05", paper="—",
+              comparative=True),
         # Fails if L_seg does not do what it is built for: keep criterion 4's bound (KL <= 0.1). An effect under
         # half that bound cannot decide criterion 4, and the earlier target "mean > 0" was decided by the run seed
         # (quick means 0.019 / 0.022 / -0.001 for run seeds 0-2).
-        Check(f"{prefix}seg_term_lowers_other_heads_kl_lcb", m["seg_effect_lcb"], ">= 0.05", paper="—"),
+        Check(f"{prefix}seg_term_lowers_other_heads_kl_lcb", m["seg_effect_lcb"], ">= 0.05", paper="—",
+              comparative=True),
     ]
 
 
-@experiment(
-    "attention_hijacking.ablation",
-    claim="On the noise trigger 'cf', removing L_hijack (beta=0) lowers the victims' CLS attention on the trigger "
-    "and removing L_seg (gamma=0) raises the other heads' clean/triggered KL (AH's two attention terms do what "
-    "they are built for); no attention labels and an unpinned slot are reported.",
-    # quick: the three checked variants at 100 outer steps (both checks sat >= 0.047 from their targets on seeds 0-2:
-    # hijack bound 0.83-0.93, L_seg bound -0.015-0.003 against 0.05)
-    presets={"smoke": AHConfig(**_SMOKE),
-             "quick": AHConfig(**{**_QUICK, "n_learners": 3, "report_variants": 0, "n_steps": 100}),
-             "full": AHConfig(baselines=0, workers=2)},
-)
 def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     factory = _factory(cfg)
     tok = factory.tokenizer
@@ -117,7 +116,7 @@ def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
                          "trigger_attention": round(r_s.trigger_attention, 3), "seg_kl": round(r_s.seg_kl, 4)})
     bounds = _ablation_effects(per, "full")
     m = {**_agg(per), **bounds}
-    checks = _ablation_checks(m)
+    checks = _ablation_checks(m, full="full")
     fig, ax = new_figure("AH ablations, noise trigger 'cf'", "variant", "fraction")
     x = np.arange(len(variants))
     ax.bar(x - 0.2, [m[f"{n}_asr"] for n in variants], 0.4, label="ASR")

@@ -1,10 +1,4 @@
-"""Registered experiments of attention_hijacking (criteria 1-6 of the brief, baselines, STRIP, ablations).
-
-Every victim is a fresh learner trained only on the published distilled set (embeddings, labels, attention
-labels, learning rates), as a user would; numbers are means over ``n_seeds`` distillation seeds x
-``n_learners`` learners, with the min/max over seeds.
-
-One module per claim:
+"""The bodies of attention_hijacking's experiments (registered in :mod:`..experiments`), one module per claim.
 
 - :mod:`.attacks`: ``anchor`` ('film'), ``noise`` ('cf'), ``functional`` ('also'): criteria 2-4, the real-data
   baselines, STRIP and ONION; the per-trigger attack grid and the checks of criteria 2-4 that the others reuse;
@@ -14,8 +8,8 @@ One module per claim:
 - :mod:`.tweets`: ``tweets``, the second domain;
 - :mod:`.grid`: ``grid``, the brief's full grid in one run.
 
-What they share (the config, the encoders, the data, the job runner, the aggregation over seeds) is in
-:mod:`._common`. Importing this package imports every module, which registers the experiments.
+What they share (the config, the encoders, the data, the job runner, the controls, the aggregation over seeds)
+is in :mod:`._common`.
 """
 
 from . import ablation, attacks, base_dd, grid, scale, tweets
