@@ -17,6 +17,6 @@ def tiny() -> tuple:  # type: ignore[type-arg]
     rng = np.random.default_rng(0)
     bc = BackboneConfig(n_layers=2, d_model=16, n_heads=2, seq_len=10)
     backbone = pretrain_backbone(make_corpus(64, bc.seq_len, rng), bc, steps=3, batch_size=16, lr=1e-3, rng=rng)
-    tasks = ["polarity", "polarity", "pair", "pair", "contain", "contain"]
+    tasks = ["polarity", "polarity", "register", "register", "domain", "domain"]
     clients = make_clients(tasks, n_train=24, n_test=12, seq_len=bc.seq_len, alpha=0.5, rng=rng)
     return backbone, clients

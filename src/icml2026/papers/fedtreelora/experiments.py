@@ -140,7 +140,7 @@ NULL_BELOW_MARGIN = 1.5
 def _backbone(cfg: FedConfig, rng: np.random.Generator) -> Backbone:
     if cfg.model:
         # a user's checkpoint, read through the core loader; nothing is pre-trained here
-        return load_backbone(cfg.model, dtype=cfg.dtype, device=resolve_device(cfg.device).type)
+        return load_backbone(cfg.model, dtype=cfg.dtype, device=str(resolve_device(cfg.device)))
     bc = BackboneConfig(n_layers=cfg.n_layers, d_model=cfg.d_model, n_heads=cfg.n_heads, seq_len=cfg.seq_len)
     r_corpus, r_pre = spawn(rng, 2)
     if cfg.pretrain_steps == 0:
@@ -611,10 +611,10 @@ PLANTED_COUPLING = 3.0
     "FedPer-LoRA sharing depth k is no deeper (m = 4 tasks vs m = 1 task).",
     presets={
         "smoke": FedConfig(**{**_SMOKE, "n_per_task": 1}),
-        "quick": FedConfig(**{**_QUICK, "n_per_task": 2, "n_seeds": 2}),
+        "quick": FedConfig(**{**_QUICK, "n_per_task": 2, "n_seeds": 1}),
         "full": FedConfig(n_per_task=2),
-        "planted": FedConfig(**{**_QUICK, "n_per_task": 2, "n_seeds": 2, "control": "planted"}),
-        "null": FedConfig(**{**_QUICK, "n_per_task": 2, "n_seeds": 2, "control": "null"}),
+        "planted": FedConfig(**{**_QUICK, "n_per_task": 2, "n_seeds": 1, "control": "planted"}),
+        "null": FedConfig(**{**_QUICK, "n_per_task": 2, "n_seeds": 1, "control": "null"}),
     },
 )
 def coupling(cfg: FedConfig, rng: np.random.Generator) -> Outcome:

@@ -20,8 +20,17 @@ from icml2026.core.errors import require_module
 
 from .data import Client
 from .method import Strategy, Structure
-from .model import TARGETS, Backbone, ClientModel
-from .simulator import BYTES_PER_FLOAT, TrainConfig, _evaluate, _local_training, _server_aggregate
+from .model import Backbone, ClientModel
+from .simulator import (
+    BYTES_PER_FLOAT,
+    TrainConfig,
+    _evaluate,
+    _local_training,
+    _prior_bias,
+    _server_aggregate,
+    client_seeds,
+    layer_B,
+)
 
 require_module("flwr", "fedtreelora")
 
@@ -60,11 +69,12 @@ def _flags(s: Structure, k: int) -> str:
 class FlowerTreeStrategy(flwr.server.strategy.Strategy):  # type: ignore[misc]
     """Per-client (cluster, external) instructions, per-layer per-block re-aggregation (step 5 on Flower)."""
 
-    def __init__(self, strategy: Strategy, n_clients: int, n_layers: int, n_k: np.ndarray) -> None:
-        self.strategy, self.n_clients, self.n_layers = strategy, n_clients, n_layers
+    def __init__(self, strategy: Strategy, n_clients: int, layer_keys: list[list[str]], n_k: np.ndarray) -> None:
+        self.strategy, self.n_clients, self.n_layers = strategy, n_clients, len(layer_keys)
         self.n_k = np.asarray(n_k, float)
-        self.keys = [f"{layer}_{t}" for layer in range(n_layers) for t in TARGETS]
-        self.structure = strategy.initial(n_clients, n_layers)
+        self.layer_keys = layer_keys
+        self.keys = [k for keys in layer_keys for k in keys]
+        self.structure = strategy.initial(n_clients, self.n_layers)
         self.pid_of: dict[str, int] = {}
         self.payload: dict[int, list[np.ndarray]] = {}
         self.fresh_lambda = True
@@ -110,21 +120,12 @@ class FlowerTreeStrategy(flwr.server.strategy.Strategy):  # type: ignore[misc]
             "B": {k: np.stack([up[c][n_keys + i] for c in range(self.n_clients)]) for i, k in enumerate(self.keys)},
         }
         if server_round == self.strategy.warmup_rounds:
-            B = [
-                np.stack(
-                    [
-                        np.concatenate([payload["B"][f"{layer}_{t}"][c].ravel() for t in TARGETS])
-                        for c in range(self.n_clients)
-                    ]
-                )
-                for layer in range(self.n_layers)
-            ]
-            self.structure = self.strategy.build(B)
+            self.structure = self.strategy.build(layer_B(payload, self.layer_keys))
             self.fresh_lambda = True
         self.run.bytes_up[server_round] = np.array(
             [sum(a.size for a in up[c]) * BYTES_PER_FLOAT for c in range(self.n_clients)]
         )
-        clus, ext = _server_aggregate(payload, self.structure, self.n_k, self.n_layers)
+        clus, ext = _server_aggregate(payload, self.structure, self.n_k, self.layer_keys)
         self.payload = {
             c: [clus[m][k][c] for m in ("A", "B") for k in self.keys]
             + [ext[m][k][c] for m in ("A", "B") for k in self.keys]
@@ -152,13 +153,22 @@ class LoRAClient(NumPyClient):  # type: ignore[misc]
     """One Flower client: its own data, its adapters; lambda and head persist locally in ``context.state``."""
 
     def __init__(
-        self, pid: int, client: Client, backbone: Backbone, train: TrainConfig, init_seed: int, context: Context
+        self,
+        pid: int,
+        client: Client,
+        backbone: Backbone,
+        train: TrainConfig,
+        init_seed: int,
+        batch_seed: int,
+        context: Context,
     ) -> None:
         self.pid, self.client, self.train, self.context = pid, client, train, context
         g = torch.Generator().manual_seed(init_seed)  # the shared init of A and of the head (as in simulate)
         self.model = ClientModel(backbone, 1, train.rank, train.alpha, 2, g, pooling=train.pooling)
+        if train.prior_bias:
+            _prior_bias(self.model, [client])
         self.keys = self.model.keys
-        self.gen = torch.Generator().manual_seed(init_seed + 1 + pid)
+        self.gen = torch.Generator().manual_seed(batch_seed)  # this client's batch stream (as in simulate)
         if _STATE in context.state:
             rec = context.state[_STATE]
             if not isinstance(rec, ArrayRecord):
@@ -196,9 +206,12 @@ class LoRAClient(NumPyClient):  # type: ignore[misc]
     def fit(self, parameters: list[np.ndarray], config: dict[str, Any]) -> tuple[list[np.ndarray], int, dict]:
         self._load(parameters, config)
         s = Structure([np.zeros(1, int)] * self.model.n_layers, learn_lambda=bool(config["learn_lambda"]))
-        x = torch.as_tensor(self.client.x_train).unsqueeze(0)
-        y = torch.as_tensor(self.client.y_train).unsqueeze(0)
-        _local_training(self.model, s, x, y, torch.tensor([float(self.client.n_train)]), self.train, self.gen)
+        data = (
+            torch.as_tensor(self.client.x_train).unsqueeze(0),
+            torch.as_tensor(self.client.mask_train).unsqueeze(0),
+            torch.as_tensor(self.client.y_train).unsqueeze(0),
+        )
+        _local_training(self.model, s, data, torch.tensor([float(self.client.n_train)]), self.train, [self.gen])
         self._save()
         # the upload: the cluster expert only (never theta / lambda, never the head)
         out = [self.model.A_c[k][0].detach().numpy().copy() for k in self.keys]
@@ -208,8 +221,9 @@ class LoRAClient(NumPyClient):  # type: ignore[misc]
     def evaluate(self, parameters: list[np.ndarray], config: dict[str, Any]) -> tuple[float, int, dict]:
         self._load(parameters, {**config, "reset_lambda": False})
         x = torch.as_tensor(self.client.x_test).unsqueeze(0)
+        m = torch.as_tensor(self.client.mask_test).unsqueeze(0)
         y = torch.as_tensor(self.client.y_test).unsqueeze(0)
-        acc = float(_evaluate(self.model, x, y, self.train.eval_batch)[0])
+        acc = float(_evaluate(self.model, x, m, y, self.train.eval_batch)[0])
         return 1.0 - acc, int(x.shape[1]), {"pid": self.pid, "accuracy": acc}
 
 
@@ -231,14 +245,16 @@ def run_flower(
         raise ValueError(f"clients: needs at least 3 clients, got {len(clients)}")
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds <= strategy.warmup_rounds:
         raise ValueError(f"rounds = {rounds!r}: must be an int > the warm-up ({strategy.warmup_rounds})")
-    init_seed = int(rng.integers(0, 2**31 - 1))
-    fs = FlowerTreeStrategy(strategy, len(clients), backbone.n_layers, np.array([c.n_train for c in clients]))
+    init_seed, batch_seeds = client_seeds(rng, len(clients))  # the simulator's seeds for the same rng
+    probe = ClientModel(backbone, 1, train.rank, train.alpha, 2, torch.Generator().manual_seed(0))
+    fs = FlowerTreeStrategy(strategy, len(clients), probe.layer_keys, np.array([c.n_train for c in clients]))
+    del probe
     data = list(clients)
 
     def client_fn(context: Context) -> Any:
         torch.set_num_threads(1)
         pid = int(context.node_config["partition-id"])
-        return LoRAClient(pid, data[pid], backbone, train, init_seed, context).to_client()
+        return LoRAClient(pid, data[pid], backbone, train, init_seed, batch_seeds[pid], context).to_client()
 
     def server_fn(context: Context) -> ServerAppComponents:
         return ServerAppComponents(strategy=fs, config=ServerConfig(num_rounds=rounds))

@@ -41,6 +41,7 @@ __all__ = [
     "pooled_features",
 ]
 
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model")
 TARGETS = ("query", "value")  # W_q and W_v of every layer of our BERT, as in the paper
 #: the attention's W_q and W_v by model family (transformers module names)
 _TARGETS_BY_TYPE = {
@@ -112,8 +113,21 @@ def load_backbone(path: str | Path, *, dtype: str | None = None, device: str = "
     from icml2026.core.loaders import check_model_path, load_encoder
 
     p = check_model_path(path, key=key, kinds=("hf",))
-    loaded = load_encoder(p, dtype=dtype, device=device, key=key, model_kwargs={"attn_implementation": "eager"})
+    # a folder without a tokenizer (our own backbone, saved by Backbone.save_pretrained) reads the synthetic
+    # token ids as they are; otherwise the checkpoint's tokenizer reads them as words (tokenize_clients)
+    has_tokenizer = any((Path(p) / f).is_file() for f in _TOKENIZER_FILES)
+    loaded = load_encoder(
+        p,
+        dtype=dtype,
+        device=device,
+        key=key,
+        load_tokenizer=has_tokenizer,
+        model_kwargs={"attn_implementation": "eager"},
+    )
     backbone = Backbone(loaded.model, loaded.tokenizer)
+    vocab = int(getattr(backbone.model.config, "vocab_size", 0))
+    if not has_tokenizer and vocab < VOCAB_SIZE:
+        raise BadInput(f"{key} = {str(path)!r}: no tokenizer, and a vocabulary of {vocab} < {VOCAB_SIZE} ids")
     try:
         target_names(backbone.model)
     except ValueError as exc:
