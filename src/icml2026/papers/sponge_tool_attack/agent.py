@@ -1,17 +1,23 @@
-"""The agent runtime: a ReAct-style loop with a strict JSON tool-call format and a step budget ``T_max``.
+"""The agent runtime: a ReAct-style loop with a JSON tool-call format, native tool calling, and a budget ``T_max``.
 
-Each turn the planner (an LLM behind :class:`~icml2026.core.textgen.TextModel`, or any object with
-``propose``) emits exactly one JSON object:
+Each turn the planner emits one tool call or a final answer:
 
-- ``{"tool": "<name>", "argument": "<text>"}`` calls a tool (the argument is a string, passed to
-  ``Tool.run``, never evaluated), or
-- ``{"final_answer": "<text>"}`` ends the episode.
+- natively, as an OpenAI ``tool_calls`` entry (an endpoint that supports ``tools``; each tool takes one
+  string parameter ``argument``), or
+- as one JSON object in the text: ``{"tool": "<name>", "argument": "<text>"}`` calls a tool (the argument
+  is a string, passed to ``Tool.run``, never evaluated), ``{"final_answer": "<text>"}`` ends the episode.
+  The object may span several lines, sit in a code fence, or follow a sentence (:func:`extract_json_object`);
+  the object itself is parsed strictly (exactly those keys, string values, no duplicate keys, a known tool,
+  bounded sizes).
 
-Anything else (not JSON, extra keys, duplicate keys, non-string values, unknown tool, oversized text) ends
-*that step* with an error recorded in the trajectory; the loop goes on until the budget. When the budget
-``max_steps`` (the paper's ``T_max``) is used up without an answer the trajectory is marked ``cap_hit``
-and the planner is asked once for a final answer (OctoTools-style forced final output). Steps are
-counted from this log (brief, pitfall 1), tokens from the prompts and completions the runtime built.
+Chat backends get a system prompt (the toolbox and the format) and the multi-turn history (assistant turns,
+observations as ``tool`` messages or user messages); plain text backends get the episode as one prompt.
+Cost is what ran: ``Trajectory.n_steps`` counts executed tool calls, and ``T_max`` bounds them (``cap_hit``);
+a turn whose output cannot be parsed, names an unknown tool or whose backend fails is a *failed turn*,
+recorded with its error and reported apart (``n_errors``); ``max_failed_turns`` of them end the episode
+(``error_stop``). At the budget the planner is asked once for a final answer (OctoTools-style forced final
+output). Tokens are the backend's ``usage`` (the server's count for an endpoint, the tokens read and
+generated for a local model) and an estimate only for backends that report none (``usage_source``).
 """
 
 from __future__ import annotations
@@ -350,7 +356,7 @@ def tool_schemas(tools: Sequence[Tool]) -> list[dict[str, Any]]:
 @dataclass(frozen=True)
 class _Turn:
     raw: str
-    native: tuple[str, str, Any] | None = None  # (call id, function name, arguments) of a native call
+    native: tuple[str, Any, Any] | None = None  # (call id, function name, arguments) of a native call
     usage: Usage | None = None
 
 
@@ -428,7 +434,7 @@ def _parse_chat_response(data: Any, sent_tools: bool, agent: ToolAgent) -> _Turn
         c = calls[0]  # Deviation: one call per turn; further parallel calls are not executed (no cost)
         fn = c.get("function") if isinstance(c, dict) else None
         fn = fn if isinstance(fn, dict) else {}
-        cid = c.get("id") if isinstance(c, dict) and isinstance(c.get("id"), str) else f"call_{id(c)}"
+        cid = c["id"] if isinstance(c, dict) and isinstance(c.get("id"), str) and c["id"] else "call_0"
         raw = json.dumps({"tool": fn.get("name"), "argument": fn.get("arguments")})
         return _Turn(raw, (cid, fn.get("name"), fn.get("arguments")), usage)
     content = msg.get("content")
