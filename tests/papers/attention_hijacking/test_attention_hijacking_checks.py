@@ -82,6 +82,7 @@ def test_without_gap_the_cta_gap_is_left_to_the_metrics():
                                     "ah_asr", "ah_flip_rate"]
 
 
+@pytest.mark.slow  # runs the smoke preset (over 5 s on 2 shared cores)
 def test_the_batch_size_reaches_the_distillation_and_report_variants_trims_the_ablation(tmp_path):
     from dataclasses import replace
 
@@ -101,6 +102,7 @@ def test_the_batch_size_reaches_the_distillation_and_report_variants_trims_the_a
     assert "no_attention_labels_cta" not in res.results["metrics"] and "full_cta" in res.results["metrics"]
 
 
+@pytest.mark.slow  # runs the smoke preset (over 5 s on 2 shared cores)
 @pytest.mark.parametrize("name", ["anchor", "base_dd", "ablation"])
 def test_worker_processes_give_the_numbers_of_one_process(smoke_in_1_and_2_workers, name):
     # Every job carries its own random streams, so running the distillations in 2 processes must change nothing:
@@ -121,3 +123,61 @@ def test_worker_processes_need_the_cpu():
         with pytest.raises(ValueError, match="workers"):
             cls(workers=2, device="cuda")
         assert cls(workers=1, device="cuda").workers == 1
+
+
+def test_the_balanced_set_has_as_many_samples_of_each_class(factory, rt_small):
+    from icml2026.papers.attention_hijacking.method import DistillConfig, distill
+
+    train, _ = rt_small
+    kw = dict(seq_len=12, n_steps=1, batch_size=8, attack=True, trigger="film")
+    for balance, counts in ((False, [1, 2]), (True, [2, 2])):  # the brief's set: 2 target-labelled against 1
+        ds = distill(factory, train, DistillConfig(**kw, balance_classes=balance), np.random.default_rng(0),
+                     show_progress=False)
+        assert np.bincount(ds.labels.argmax(1).numpy(), minlength=2).tolist() == counts
+        assert int(ds.poisoned.sum()) == 1 and int(ds.labels[ds.poisoned].argmax(1)[0]) == 1  # the target
+
+
+def test_planted_effects_are_what_they_say(factory, rt_small):
+    # the controls' constructions: a planted backdoor sends its share of the triggered rows to the target, a
+    # planted utility loss costs exactly its share of CTA, and nothing planted leaves the victims as they are
+    from icml2026.papers.attention_hijacking.method import (
+        DistillConfig,
+        PlantedEffect,
+        distill,
+        evaluate_distilled,
+    )
+
+    train, test = rt_small
+    ds = distill(factory, train, DistillConfig(seq_len=12, n_steps=1, batch_size=8), np.random.default_rng(0),
+                 show_progress=False)
+    kw = dict(trigger="film", target=1)
+    base = evaluate_distilled(ds, factory, test, 2, np.random.default_rng(1), **kw)
+    none = evaluate_distilled(ds, factory, test, 2, np.random.default_rng(1), plant=PlantedEffect(), **kw)
+    assert (none.cta, none.asr) == (base.cta, base.asr)
+    full = evaluate_distilled(ds, factory, test, 2, np.random.default_rng(1), plant=PlantedEffect(trigger_rate=1.0),
+                              **kw)
+    assert full.asr == 1.0 and (full.flip_rate == 1.0 or np.isnan(full.flip_rate))
+    assert full.cta == base.cta  # the clean predictions are untouched
+    drop = evaluate_distilled(ds, factory, test, 2, np.random.default_rng(1), plant=PlantedEffect(cta_drop=0.1),
+                              **kw)
+    # 40 test rows: 4 correct rows per victim move (while the victim has 4 right), CTA falls by 0.1
+    assert drop.cta == pytest.approx(base.cta - 0.1) or base.cta < 0.1
+    with pytest.raises(ValueError, match="cta_drop"):
+        PlantedEffect(cta_drop=1.5)
+
+
+def test_controls_replace_the_attacked_arms_by_construction():
+    from icml2026.papers.attention_hijacking.method import AttackResult
+    from icml2026.papers.attention_hijacking.studies._common import AHConfig, _control_effect, _control_result
+
+    planted, null = AHConfig(control="planted"), AHConfig(control="null")
+    assert _control_effect(planted, "ah", "film").trigger_rate == 0.99  # the paper's ASR > 99 %
+    assert _control_effect(null, "ah", "film").cta_drop == pytest.approx(0.02)  # twice the anchor's 1 point
+    assert _control_effect(null, "ah", "cf").cta_drop == pytest.approx(0.06)  # twice the noise trigger's 3
+    r = AttackResult(0.5, 0.4, 0.0, 0.0, 0.05, 0.05, 0.02, float("nan"), 0, {})
+    assert _control_result(planted, "ah", "cf", r).trigger_attention == pytest.approx(0.15)
+    assert _control_result(planted, "no_seg", "cf", r).seg_kl == pytest.approx(0.12)
+    assert _control_result(planted, "no_hijack", "cf", r) == r
+    assert _control_result(null, "ah", "cf", r) == r  # the null plants nothing: every arm the same method
+    with pytest.raises(Exception, match="control"):
+        AHConfig(control="oracle")

@@ -71,6 +71,7 @@ def test_grid_config_rejects_bad_values():
     assert GridConfig().minilm_steps == 300  # the brief's 300-600 MiniLM steps, at its low end
 
 
+@pytest.mark.slow  # runs the smoke preset (over 5 s on 2 shared cores)
 def test_grid_runs_every_set_and_gives_the_same_numbers_in_two_processes(smoke_in_1_and_2_workers):
     # Fails if a job drew from another job's stream (the pool's order would then matter), if a result were put
     # back under the wrong (learner, seed, trigger, set), or if the shared clean DD were missing for a trigger.
@@ -92,6 +93,7 @@ def test_grid_runs_every_set_and_gives_the_same_numbers_in_two_processes(smoke_i
     assert by_seed[0] != by_seed[1]
 
 
+@pytest.mark.slow  # runs the smoke preset (over 5 s on 2 shared cores)
 def test_grid_without_baselines_or_minilm_leaves_them_out(tmp_path):
     from icml2026.core.registry import get_experiment
     from icml2026.core.runner import run_experiment

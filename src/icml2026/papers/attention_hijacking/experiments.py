@@ -42,11 +42,14 @@ from .studies.grid import GridConfig
 
 __all__ = ["anchor", "noise", "functional", "base_dd", "ablation", "scale", "tweets", "grid"]
 
-# Deviation: the controls run the quick preset at 60 outer steps (3 victims, no real-data baselines, the smallest
-# STRIP and ONION inputs): every control arm is an independent clean DD set, so the run costs clean DD's steps
-# only, and ten runs (5 seeds x planted, null) fit in a few minutes per experiment.
-_CONTROL: dict[str, Any] = {**_QUICK, "n_steps": 60, "n_learners": 3, "baselines": 0, "n_strip": 10,
-                            "strip_perturb": 2, "n_onion": 4}
+# Deviation: the controls of the comparative checks are paired constructions at a small size: every compared arm
+# is clean DD's own published set and its own victims (the same streams), with the effect planted into the victims'
+# predictions (planted: the paper's backdoor, ASR 0.99, and no utility change; null: no backdoor and a CTA loss of
+# twice the margin). So they test that each check passes at the paper's effect and fails beyond its margin; the
+# set-to-set spread of independent distillations is not in them (card, "Controls"). Small: 20 outer steps, 500
+# training and 200 test sentences, 2 victims, no baselines or defences.
+_SMALL: dict[str, Any] = {"n_steps": 20, "n_train": 500, "n_test": 200, "n_learners": 2}
+_CONTROL: dict[str, Any] = {**_QUICK, **_SMALL, "baselines": 0, "n_strip": 10, "strip_perturb": 2, "n_onion": 4}
 
 
 def _ctl(base: dict[str, Any], control: str, cls: Any = AHConfig) -> Any:
@@ -108,8 +111,8 @@ _BASE_QUICK: dict[str, Any] = dict(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_st
                                    n_test=40, seq_len=24, finetune_steps=2, cache="off"),
              "quick": BaseDDConfig(**_BASE_QUICK),
              "full": BaseDDConfig(workers=2),
-             "planted": _ctl({**_BASE_QUICK, "n_steps": 60, "n_learners": 3}, "planted", BaseDDConfig),
-             "null": _ctl({**_BASE_QUICK, "n_steps": 60, "n_learners": 3}, "null", BaseDDConfig)},
+             "planted": _ctl({**_BASE_QUICK, **_SMALL, "finetune_steps": 5}, "planted", BaseDDConfig),
+             "null": _ctl({**_BASE_QUICK, **_SMALL, "finetune_steps": 5}, "null", BaseDDConfig)},
 )
 def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
     return _base_dd.base_dd(cfg, rng)
@@ -128,8 +131,8 @@ _ABLATION_QUICK: dict[str, Any] = {**_QUICK, "n_learners": 3, "report_variants":
     presets={"smoke": AHConfig(**_SMOKE),
              "quick": AHConfig(**_ABLATION_QUICK),
              "full": AHConfig(baselines=0, workers=2),
-             "planted": _ctl({**_ABLATION_QUICK, "n_steps": 60}, "planted"),
-             "null": _ctl({**_ABLATION_QUICK, "n_steps": 60}, "null")},
+             "planted": _ctl({**_ABLATION_QUICK, **_SMALL}, "planted"),
+             "null": _ctl({**_ABLATION_QUICK, **_SMALL}, "null")},
 )
 def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     return _ablation.ablation(cfg, rng)
@@ -149,8 +152,8 @@ _SCALE_QUICK: dict[str, Any] = dict(arch="minilm-l6", n_seeds=1, n_steps=8, n_le
     presets={"smoke": AHConfig(**{**_SMOKE, "arch": "minilm-l6", "baselines": 0}),
              "quick": AHConfig(**_SCALE_QUICK),
              "full": AHConfig(arch="minilm-l6", n_seeds=1, n_steps=300, baselines=0, workers=2),
-             "planted": _ctl({**_SCALE_QUICK, "n_steps": 4, "n_strip": 10, "n_onion": 4}, "planted"),
-             "null": _ctl({**_SCALE_QUICK, "n_steps": 4, "n_strip": 10, "n_onion": 4}, "null")},
+             "planted": _ctl({**_SCALE_QUICK, "n_steps": 2, "n_train": 200, "n_strip": 10, "n_onion": 4}, "planted"),
+             "null": _ctl({**_SCALE_QUICK, "n_steps": 2, "n_train": 200, "n_strip": 10, "n_onion": 4}, "null")},
 )
 def scale(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     return _scale.scale(cfg, rng)
@@ -195,8 +198,8 @@ _GRID_QUICK: dict[str, Any] = {**_QUICK, "n_steps": 40, "n_learners": 2, "n_test
     presets={"smoke": GridConfig(**{**_SMOKE, "minilm_steps": 2, "cls_only_last_layer": 1}),
              "quick": GridConfig(**_GRID_QUICK),
              "full": GridConfig(workers=2, cls_only_last_layer=1),
-             "planted": _ctl({**_GRID_QUICK, "n_steps": 30, "baselines": 0}, "planted", GridConfig),
-             "null": _ctl({**_GRID_QUICK, "n_steps": 30, "baselines": 0}, "null", GridConfig)},
+             "planted": _ctl({**_GRID_QUICK, **_SMALL, "baselines": 0}, "planted", GridConfig),
+             "null": _ctl({**_GRID_QUICK, **_SMALL, "baselines": 0}, "null", GridConfig)},
 )
 def grid(cfg: GridConfig, rng: np.random.Generator) -> Outcome:
     return _grid.grid(cfg, rng)

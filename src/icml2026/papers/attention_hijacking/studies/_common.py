@@ -58,9 +58,9 @@ _DATA_HELP = ("a local text-classification dataset: a datasets DatasetDict saved
               "experiment's shipped data")
 _BALANCED_HELP = ("1: AH's published set holds as many samples of every class (the non-target classes get extra "
                   "clean samples, card deviation 13); 0: the brief's set (2 target-labelled samples against 1)")
-_CONTROL_HELP = ("controls of the comparative checks: 'planted' replaces the attacked arm by construction with an "
-                 "independent clean-DD arm given a known effect of the brief's size, 'null' with an arm of no effect "
-                 "(or, for a non-inferiority check, one worse than the margin); see the card")
+_CONTROL_HELP = ("controls of the comparative checks: every compared arm becomes clean DD's own set and victims, "
+                 "with an effect planted into their predictions: 'planted' the paper's (ASR 0.99, no utility change), "
+                 "'null' none (and a CTA loss of twice the margin, the non-inferiority null); see the card")
 _CONTROLS = ("none", "planted", "null")
 
 
@@ -418,7 +418,7 @@ def _cta_margin(trigger: str) -> float:
 
 
 def _control_effect(cfg: Any, name: str, trigger: str) -> PlantedEffect:
-    """What a control plants into an arm's victims (the arm itself is an independent clean DD set).
+    """What a control plants into an arm's victims (the arm itself is clean DD's own set and victims).
 
     planted: every AH-like arm gets a backdoor of the paper's strength (``_PLANT_TRIGGER_RATE`` of the triggered
     non-target inputs sent to the target) and no utility change (the paper: "no utility degradation"). null: no

@@ -41,8 +41,8 @@ def _variant_job(cfg: AHConfig, seed: int, name: str, kw: dict[str, Any], train:
     """The fresh victims of one AH variant (AH's DistillConfig with the fields ``kw`` replaced)."""
     factory = _factory(cfg)
     t0 = time.monotonic()
-    # a control's variants: independent clean DD sets (the same method), the planted one with the attention
-    # effects planted by construction (_control_result)
+    # a control's variants: clean DD (the same set for every variant), the planted one with the attention effects
+    # planted by construction (_control_result)
     dc = _dcfg(cfg) if cfg.control != "none" else replace(_dcfg(cfg, attack=True, trigger=ap.trigger), **kw)
     with plain_lines():  # jobs may run side by side in worker processes: no live bars
         ds = distill(factory, train, dc, r_make, pool=pool, attack_pools=ap if dc.attack else None,
@@ -101,8 +101,10 @@ def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
         variants.update(no_attention_labels={"attention_label_type": "none"}, unpinned={"pin_trigger": False})
     jobs: list[Job] = []
     for s, r in enumerate(spawn(r_seeds, cfg.n_seeds)):
-        for (name, kw), rr in zip(variants.items(), spawn(r, len(variants)), strict=True):
-            rd, re = spawn(rr, 2)
+        per_variant = spawn(r, len(variants))
+        for (name, kw), rr in zip(variants.items(), per_variant, strict=True):
+            # a control's variants: one clean DD set and its victims (the full variant's streams), planted on
+            rd, re = spawn(per_variant[0] if cfg.control != "none" else rr, 2)
             jobs.append(((s, name), _variant_job, (cfg, s, name, kw, train, test, pool, ap, clean_test, trig_test,
                                                    rd, re)))
     res = _run_jobs(jobs, cfg.workers, "ablation sets")

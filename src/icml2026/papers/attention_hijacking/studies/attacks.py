@@ -82,6 +82,9 @@ class _AttackGrid:
     def jobs(self, tag: Any = None) -> list[Job]:
         """The grid's calls, keyed ``(tag, seed, name)`` and ``(tag, "onion")``."""
         cfg = self.data.cfg
+        if cfg.control != "none":  # every arm is clean DD's own set and victims (its streams), planted on
+            return [((tag, s, name), _set_job, (self.data, s, name, make["clean"], ev["clean"], None))
+                    for s, (make, ev, _, _) in enumerate(self.streams) for name in self.names]
         out: list[Job] = [((tag, s, name), _set_job, (self.data, s, name, make[name], ev[name],
                                                       rp if name == "ah" else None))
                           for s, (make, ev, _, rp) in enumerate(self.streams) for name in self.names]
@@ -94,7 +97,8 @@ class _AttackGrid:
         g = self.data
         cfg, trigger = g.cfg, g.trigger
         factory = _factory(cfg)
-        onion: _OnionInputs = results[(tag, "onion")]
+        # a control's run measures its comparative checks only: no defences
+        onion: _OnionInputs | None = None if cfg.control != "none" else results[(tag, "onion")]
         per: dict[str, list[float]] = {}
         rows: list[dict] = []
         for s, (_, _, rs, _) in enumerate(self.streams):
@@ -106,6 +110,11 @@ class _AttackGrid:
                 row[f"{name}_cta"], row[f"{name}_asr"] = round(res.cta, 3), round(res.asr, 3)
                 if name == "ah":  # test rows behind ah_natural_target_rate (DoorPing's own trigger has other rows)
                     per.setdefault("n_natural", []).append(float(res.n_natural))
+            for k in ("cta", "balanced_cta"):  # paired per seed
+                per.setdefault(f"ah_{k}_gain", []).append(per[f"ah_{k}"][-1] - per[f"clean_{k}"][-1])
+            rows.append(row)
+            if onion is None:  # a control
+                continue
             # AH's victims (fresh ones) on the same test inputs with the trigger at fixed position 1 (reported)
             _put(per, "ah_pos1", results[(tag, s, "ah")][2])
             # STRIP on one victim of each attack (the defender sees the victim model and clean validation data)
@@ -124,9 +133,6 @@ class _AttackGrid:
                                        onion.clean.labels, f_clean, TARGET, threshold=thr, seq_len=cfg.seq_len)
                     for k in ("trigger_removed", "asr_after", "cta_before", "cta_after"):
                         per.setdefault(f"{name}_{otag}_{k}", []).append(float(getattr(od, k)))
-            for k in ("cta", "balanced_cta"):  # paired per seed
-                per.setdefault(f"ah_{k}_gain", []).append(per[f"ah_{k}"][-1] - per[f"clean_{k}"][-1])
-            rows.append(row)
         m = _agg(per)
         # what a linear head on the frozen encoder reads (clean DD's precondition)
         m["linear_probe_cta"] = linear_probe_accuracy(factory, g.train, g.test, seq_len=cfg.seq_len)

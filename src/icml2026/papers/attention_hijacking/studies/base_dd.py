@@ -65,9 +65,9 @@ class BaseDDConfig:
     model: str = param("", help=_MODEL_HELP)
     data: str = param("", help=_DATA_HELP)
     control: str = param("none", choices=_CONTROLS, help="controls of the two gains: 'planted' replaces the arm "
-                         "without attention labels and the random-real arm by independent DD-with-attention sets "
-                         "whose victims lose twice the target's gain by construction (2 and 10 points); 'null' by "
-                         "independent DD-with-attention sets (the same method)")
+                         "without attention labels and the random-real arm by the DD-with-attention arm's own set and "
+                         "victims, which lose twice the target's gain by construction (2 and 10 points); 'null' by "
+                         "that arm unchanged (the same method)")
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
@@ -119,17 +119,16 @@ def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
     for s, r in enumerate(spawn(r_seeds, cfg.n_seeds)):
         r1, r2, r3, e1, e2 = spawn(r, 5)
         for name, kind, rd, re in (("dd_attention", "cls", r1, e1), ("dd_no_attention", "none", r2, e2)):
-            if cfg.control != "none" and name == "dd_no_attention":  # an independent DD-with-attention set
+            if cfg.control != "none" and name == "dd_no_attention":  # the DD-with-attention set and victims
                 plant = _gain_plant(cfg, "gain_vs_no_attention")
                 jobs.append(((s, name), _dd_cta_job, (a, s, name, train, test, pool, clean_test, "cls",
-                                                      cfg.n_learners, rd, re, plant)))
+                                                      cfg.n_learners, r1, e1, plant)))
                 continue
             jobs.append(((s, name), _dd_cta_job, (a, s, name, train, test, pool, clean_test, kind, cfg.n_learners,
                                                   rd, re)))
-        if cfg.control != "none":
-            rd, re = spawn(r3, 2)
+        if cfg.control != "none":  # the DD-with-attention set and victims again, planted on
             jobs.append(((s, "random_real"), _dd_cta_job, (a, s, "random_real", train, test, pool, clean_test, "cls",
-                                                           cfg.n_learners, rd, re,
+                                                           cfg.n_learners, r1, e1,
                                                            _gain_plant(cfg, "gain_vs_random_real"))))
             continue
         jobs.append(((s, "random_real"), _with_factory, (a, random_real_baseline, (train, val, test, cfg.n_learners,

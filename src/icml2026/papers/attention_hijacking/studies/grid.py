@@ -91,13 +91,16 @@ def grid(cfg: GridConfig, rng: np.random.Generator) -> Outcome:
 
     def add(arch: str, seed: int, grids: list[_GridData], r: np.random.Generator) -> None:
         r_clean, *r_trig = spawn(r, 1 + len(grids))
-        rm, re = spawn(r_clean, 2)
-        jobs.append(((arch, seed, "clean"), _shared_clean_job, (grids, seed, rm, spawn(re, len(grids)))))
-        for g, rt in zip(grids, r_trig, strict=True):
+        rm_clean, re = spawn(r_clean, 2)
+        re_clean = spawn(re, len(grids))
+        jobs.append(((arch, seed, "clean"), _shared_clean_job, (grids, seed, rm_clean, re_clean)))
+        for g, rt, rc in zip(grids, r_trig, re_clean, strict=True):
             streams = dict(zip(_GRID_SETS, spawn(rt, len(_GRID_SETS)), strict=True))
             for name in (names if arch == "tiny" else ["ah"]):
-                rm, re = spawn(streams[name], 2)
-                jobs.append(((arch, seed, g.trigger, name), _set_job, (g, seed, name, rm, re, None)))
+                rm, rv = spawn(streams[name], 2)
+                if cfg.control != "none":  # a control's arm: clean DD's own set and victims, planted on
+                    rm, rv = rm_clean, rc
+                jobs.append(((arch, seed, g.trigger, name), _set_job, (g, seed, name, rm, rv, None)))
 
     for s, r in enumerate(spawn(r_seeds, cfg.n_seeds)):
         add("tiny", s, list(gs.values()), r)
