@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import TypeVar
@@ -14,15 +15,23 @@ from scipy.fft import dctn
 from icml2026.core import Check, Outcome, experiment, spawn, torch_generator
 from icml2026.core.config import config, param
 from icml2026.core.device import check_device_name, resolve_device
+from icml2026.core.loaders import check_model_path
 from icml2026.core.plotting import new_figure
 
 from .baselines import MVoTReasoner, TextOnlyReasoner
 from .costs import CostCurve, measure_costs
 from .data import FrozenLakeMaps, expert_renders
-from .flow import FlowUpdater, VelocityNet, guided_velocity, seeded_init
-from .reasoners import SpecFlowReasoner, build_policy
+from .flow import FlowUpdater, PerfectDenoiser, VelocityNet, guided_velocity, seeded_init
+from .reasoners import Policy, SpecFlowReasoner, build_policy, load_backbone_policy
 from .spectral import block_dct, block_idct, dct_matrix, frequency_mask, keep_count, to_workspace
-from .training import Evaluation, evaluate, expert_episodes, train_policy, train_velocity
+from .training import (
+    Evaluation,
+    evaluate,
+    expert_episodes,
+    perfect_denoiser_decoding,
+    train_policy,
+    train_velocity,
+)
 
 __all__ = ["TransformsConfig", "CostConfig", "HeadlineConfig", "AblationConfig"]
 
@@ -47,8 +56,11 @@ class TransformsConfig:
     "specflow.transforms",
     claim="The block DCT is orthonormal and invertible to 1e-5, the first 16 of 64 zig-zag coefficients carry "
     ">= 90% of a render's energy, the mask grows from min_keep to max_keep without decreasing, and CFG "
-    "reduces to the conditional (w = 1) and unconditional (w = 0) velocity.",
+    "reduces to the conditional (w = 1) and unconditional (w = 0) velocity; with a perfect denoiser the sampler "
+    "decodes every thought as the exact workspace does, for every schedule and layout.",
     presets={"quick": TransformsConfig(), "full": TransformsConfig(n_maps=500)},
+    no_preconditions="exact algebra on renders and on a perfect denoiser: nothing is learned, so no setup can "
+    "fail to express the claims",
 )
 def transforms(cfg: TransformsConfig, rng: np.random.Generator) -> Outcome:
     d = dct_matrix(8, torch.float64)
@@ -77,7 +89,23 @@ def transforms(cfg: TransformsConfig, rng: np.random.Generator) -> Outcome:
     uu, uc = torch.randn(64, 1, 32, 32, generator=g), torch.randn(64, 1, 32, 32, generator=g)
     cfg_w1 = float((guided_velocity(uu, uc, 1.0) - uc).abs().max())
     cfg_w0 = float((guided_velocity(uu, uc, 0.0) - uu).abs().max())
+    # Issue 63: the sampler with a perfect denoiser (a net returning the true X_1) on every expert transition, for
+    # every schedule and layout: any error left is the sampler's (before the fix, fixed + square decoded 0%)
+    eps = expert_episodes(gen.batch(min(cfg.n_maps, 50), rng))
+    denoiser: dict[str, float] = {}
+    ceiling = float("nan")
+    for s in ("cosine", "linear", "fixed"):
+        for lay in ("square", "zigzag"):
+            up = FlowUpdater(PerfectDenoiser(), "spectral", n_steps=5, w=4.0, schedule=s, layout=lay,  # type: ignore[arg-type]
+                             min_keep=cfg.min_keep, max_keep=cfg.max_keep, fixed_keep=cfg.fixed_keep,
+                             ws_keep=cfg.ws_keep)
+            res = perfect_denoiser_decoding(up, eps, g)
+            denoiser[f"denoiser_{s}_{lay}_max_abs_err"] = res.max_abs_err
+            denoiser[f"denoiser_{s}_{lay}_agent_acc"] = res.agent_acc
+            ceiling = res.exact_agent_acc
     metrics = {
+        "exact_workspace_agent_acc": ceiling,
+        **denoiser,
         "dct_orthonormality_err": ortho_err,
         "roundtrip_max_abs_err": roundtrip,
         "scipy_max_abs_err": scipy_err,
@@ -108,6 +136,8 @@ def transforms(cfg: TransformsConfig, rng: np.random.Generator) -> Outcome:
         Check("cfg_w1_max_diff", cfg_w1, "== 0"),
         Check("cfg_w0_max_diff", cfg_w0, "== 0"),
     ]
+    # float32 round-off of 5 Euler steps and two block transforms is ~3e-7; a coefficient left with noise is >= 1e-2
+    checks += [Check(k, v, "< 1e-4") for k, v in denoiser.items() if k.endswith("_max_abs_err")]
     fig, ax = new_figure("Progressive frequency mask M(t)", "flow time t (0 = noise, 1 = data)",
                          "coefficients kept per 8x8 block")
     for s, style in (("cosine", "-"), ("linear", "--"), ("fixed", ":")):
@@ -155,7 +185,8 @@ class CostConfig:
 
 
 #: Success rate below which success comparisons are undecidable at our test-set sizes (a fifth of the maps; the
-#: paper's FrozenLake success is 87.94%). Fixed before any run of this rule; quick runs measured 0.5-2%.
+#: paper's FrozenLake success is 87.94%). Fixed before any run of this rule (2026-12-03; quick runs then measured
+#: 0.5-2%); since issue 63 it is the bar of the preconditions that every policy, reading true thoughts, passes.
 MIN_LEARNED_SUCCESS = 0.2
 
 
@@ -172,6 +203,8 @@ def _window(values: list[float], centre: int) -> float:
     presets={"quick": CostConfig(), "full": CostConfig(reps=10),
              "smoke": CostConfig(tokens_per_thought=(16,), n_layers=1, d_model=32, n_heads=2, flow_width=8,
                                  n_ode_steps=1, reps=1)},
+    no_preconditions="exact counts of tensor shapes, cache bytes and FLOPs, which do not depend on the weights "
+    "(nothing is learned)",
 )
 def bounded_cost(cfg: CostConfig, rng: np.random.Generator) -> Outcome:
     kw = dict(depth=cfg.depth, n_layers=cfg.n_layers, d_model=cfg.d_model, n_heads=cfg.n_heads,
@@ -276,13 +309,25 @@ def _cost_figures(spec: CostCurve, mvot: dict[int, CostCurve], depth: int) -> di
 # ---------------------------------------------------------------------------------------------------------
 # Criterion 5 (accuracy) and criterion 6 (ablations): trained policies and velocity nets
 # ---------------------------------------------------------------------------------------------------------
+#: The paper's effect sizes the planted controls build (success-rate points / 100), and the nulls' distance
+#: beyond each claim's margin. SpecFlow vs VoCoT on VSR: 70.14 vs 68.88; SpecFlow vs the text-only latent
+#: reasoner PCCoT on V*: 61.28 vs 44.40 (the smaller of its two text-only gaps; Heima on VSR: 18.45); the
+#: FrozenLake schedule ablation: cosine 87.94 vs fixed 82.37 (the brief gives no number for the w sweep, so its
+#: controls reuse this ablation gap).
+EFFECT_VS_MVOT = 0.7014 - 0.6888
+EFFECT_VS_TEXT = 0.6128 - 0.4440
+EFFECT_SCHEDULE = 0.8794 - 0.8237
+#: the non-inferiority margin of "SpecFlow >= MVoT - 5 points" (brief, criterion 5)
+MVOT_MARGIN = 0.05
+
+
 @config
 class HeadlineConfig:
     n_train: int = param(1000, 4, 20000, help="expert episodes for training; brief: 20k")
-    n_test: int = param(60, 1, 2000, help="test maps; brief: 500")
-    policy_steps: int = param(600, 1, 50000, help="policy optimiser steps")
+    n_test: int = param(100, 1, 2000, help="test maps; brief: 500")
+    policy_steps: int = param(400, 1, 50000, help="policy optimiser steps")
     flow_steps: int = param(500, 1, 50000, help="velocity-net optimiser steps")
-    batch_size: int = param(32, 1, 512, help="expert actions per policy step; the velocity net takes twice this")
+    batch_size: int = param(128, 1, 512, help="expert actions per policy step; the velocity net takes twice this")
     lr_policy: float = param(3e-3, 0.0, 0.1, lo_open=True)
     lr_flow: float = param(3e-3, 0.0, 0.1, lo_open=True)
     n_layers: int = param(2, 1, 8, help="brief: 4")
@@ -292,39 +337,70 @@ class HeadlineConfig:
     n_ode_steps: int = param(5, 1, 16, help="paper: T = 5")
     w: float = param(4.0, 0.0, 10.0, help="paper's best w = 4")
     p_drop: float = param(0.1, 0.0, 1.0, help="CFG condition dropout; paper: 0.1")
-    deep_depth: int = param(8, 2, 14, help="maps with H >= this count as deep")
+    size: int = param(4, 2, 16, help="map side in cells (even: the 4-px-per-cell render must be whole 8x8 blocks); "
+                      "brief: 8")
+    hole_density: float = param(0.2, 0.0, 0.6, help="brief: 0.2")
+    max_depth: int = param(6, 2, 64, help="longest expert path kept; brief: 14")
+    deep_depth: int = param(4, 2, 64, help="maps with H >= this count as deep; brief: 8")
+    n_denoiser_maps: int = param(50, 1, 2000, help="test maps whose expert transitions check the sampler")
+    model: str = param("", help="a Hugging Face causal LM folder or .gguf file for the policies ('' = a Llama "
+                       "built from n_layers / d_model / n_heads)")
+    model_dtype: str = param("float32", choices=("float32", "bfloat16"), help="dtype of the loaded model")
+    grad_accum: int = param(1, 1, 1024, help="micro-batches per policy optimiser step")
+    control: str = param("none", choices=("none", "planted", "null"),
+                         help="replace the compared arms by a control: 'planted' = the first arm re-evaluated on a "
+                         "fresh stream with the paper's effect added by construction, 'null' = with the claim "
+                         "made false by construction (the comparisons' power and false-positive rate)")
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model = {self.d_model}: must be a multiple of n_heads ({self.n_heads})")
+        if self.size % 2:
+            raise ValueError(f"size = {self.size}: must be even (the render, 4 px per cell, is cut in 8x8 blocks)")
+        if self.max_depth > self.size * self.size:
+            raise ValueError(f"max_depth = {self.max_depth}: must be <= size * size ({self.size * self.size})")
+        if self.deep_depth > self.max_depth:
+            raise ValueError(f"deep_depth = {self.deep_depth}: must be <= max_depth ({self.max_depth})")
+        if self.model:
+            check_model_path(self.model, key="model", kinds=("hf", "gguf"))
 
 
 _C = TypeVar("_C", bound="HeadlineConfig")
 
 
-# The full presets at the brief's budget (20k training episodes, 500 test maps, policy ~5 min, each velocity
-# net ~8 min on one core). Deviation: the policy is 2 layers, d = 64 (the brief: 4 layers, d = 192). In the
-# brief's 5 minutes the larger policy gets ~1400 steps; measured with the true renders as thoughts (200 test
-# maps, one seed): 4 layers d = 192 after 2000 steps solved 15.5%, 4 layers d = 128 after 3000 steps 19.5%,
-# 2 layers d = 64 after 8000 steps 56% (66% as the Llama used now; 4 layers d = 64: 56.5%, 1.7x the time).
+# The full presets at the brief's scale (8x8 maps, depth 2..14, 20k training episodes, 500 test maps, policy
+# ~5 min, each velocity net ~8 min on one core). Deviation: the policy is 2 layers, d = 64 (the brief: 4 layers,
+# d = 192). In the brief's 5 minutes the larger policy gets ~1400 steps; measured with the true renders as thoughts
+# (200 test maps, one seed): 4 layers d = 192 after 2000 steps solved 15.5%, 4 layers d = 128 after 3000 steps
+# 19.5%, 2 layers d = 64 after 8000 steps 56% (66% as the Llama used now; 4 layers d = 64: 56.5%, 1.7x the time).
 # The cost measurements (bounded_cost, the benchmark) keep the brief's size.
 def _full(cls: type[_C]) -> _C:
     return cls(n_train=20000, n_test=500, policy_steps=8000, flow_steps=8000, batch_size=64, n_layers=2, d_model=64,
-               n_heads=2, lr_policy=3e-3, lr_flow=3e-3)
+               n_heads=2, lr_policy=3e-3, lr_flow=3e-3, size=8, max_depth=14, deep_depth=8, n_denoiser_maps=100)
+
+
+# Deviation (quick): 4x4 maps (16x16 renders, 4 workspace tokens), depth 2..6, deep = H >= 4, 400 policy steps
+# of 128 actions. At the brief's 8x8 maps a quick-sized policy solved 1-2% of the maps even with true thoughts
+# (the earlier quick runs), so no comparison could be read off it. Sized on 2026-12-07 (one seed, 100 test maps,
+# before any run of the registered experiment): text-only 0.42, SpecFlow with the exact workspace 0.78,
+# MVoT-oracle 0.79, against the bar MIN_LEARNED_SUCCESS = 0.2 kept from before.
+_SMOKE = dict(n_train=8, n_test=3, policy_steps=2, flow_steps=2, batch_size=4, n_layers=1, d_model=16, n_heads=2,
+              flow_width=8, n_ode_steps=2, n_denoiser_maps=3)
 
 
 @dataclass
 class _Trained:
-    spec_policy: torch.nn.Module
+    spec_policy: Policy
     spec_flow: FlowUpdater
-    mvot_policy: torch.nn.Module | None
+    mvot_policy: Policy | None
     pixel_flow: FlowUpdater | None
-    text_policy: torch.nn.Module | None
+    text_policy: Policy | None
     test: list
     policy_loss: dict[str, float]
     flow_loss: dict[str, float]
+    n_blocks: int
 
 
 def _flow(cfg: HeadlineConfig, space: str, g: torch.Generator, schedule: str = "cosine") -> FlowUpdater:
@@ -333,21 +409,35 @@ def _flow(cfg: HeadlineConfig, space: str, g: torch.Generator, schedule: str = "
     return FlowUpdater(net, space, n_steps=cfg.n_ode_steps, w=cfg.w, schedule=schedule)  # type: ignore[arg-type]
 
 
+def _maps(cfg: HeadlineConfig) -> FrozenLakeMaps:
+    return FrozenLakeMaps(cfg.size, cfg.hole_density, max_depth=cfg.max_depth)
+
+
+def _policy(cfg: HeadlineConfig, visual_dim: int, n_blocks: int, max_ctx: int, g: torch.Generator,
+            visual_input: str) -> Policy:
+    """A freshly built Llama policy, or (``cfg.model``) one on the user's causal LM."""
+    if cfg.model:
+        return load_backbone_policy(cfg.model, visual_dim, n_blocks, g, visual_input,  # type: ignore[arg-type]
+                                    dtype=cfg.model_dtype, device=cfg.device)
+    return build_policy(visual_dim, n_blocks, cfg.n_layers, cfg.d_model, cfg.n_heads, max_ctx, g,
+                        visual_input=visual_input).to(cfg.device)  # type: ignore[arg-type]
+
+
 def _train(cfg: HeadlineConfig, rng: np.random.Generator, baselines: bool) -> _Trained:
     r_data, r_test, r_model = spawn(rng, 3)
-    gen = FrozenLakeMaps()
+    gen = _maps(cfg)
     train = expert_episodes(gen.batch(cfg.n_train, r_data))
     test = gen.batch(cfg.n_test, r_test)
     g = torch_generator(r_model)
-    ctx_mvot = 16 * (2 * 14 + 4)
-    dev = cfg.device  # resolved by the experiment; weights are drawn on the CPU, then moved
-    policies = {"specflow": build_policy(16, 16, cfg.n_layers, cfg.d_model, cfg.n_heads, 64, g).to(dev)}
+    n_blocks = (4 * cfg.size // 8) ** 2  # one workspace token (or 8x8 pixel patch) per 8x8 block
+    ctx_mvot = 1 + (cfg.max_depth + 3) * (n_blocks + 1)  # every hop appends an action and a thought
+    ctx_text = 1 + n_blocks + cfg.max_depth + 3
+    policies = {"specflow": _policy(cfg, 16, n_blocks, ctx_text, g, "dct")}
     if baselines:
-        policies["mvot"] = build_policy(64, 16, cfg.n_layers, cfg.d_model, cfg.n_heads, ctx_mvot, g,
-                                        visual_input="pixel").to(dev)
-        policies["text"] = build_policy(64, 16, cfg.n_layers, cfg.d_model, cfg.n_heads, 64, g,
-                                        visual_input="pixel").to(dev)
-    losses = {k: train_policy(p, k, train, cfg.policy_steps, cfg.batch_size, cfg.lr_policy, g)
+        policies["mvot"] = _policy(cfg, 64, n_blocks, ctx_mvot, g, "pixel")
+        policies["text"] = _policy(cfg, 64, n_blocks, ctx_text, g, "pixel")
+    losses = {k: train_policy(p, k, train, cfg.policy_steps, cfg.batch_size, cfg.lr_policy, g,
+                              tokens_per_thought=n_blocks, grad_accum=cfg.grad_accum)
               for k, p in policies.items()}
     spec_flow = _flow(cfg, "spectral", g)
     flow_loss = {"spectral": train_velocity(spec_flow, train, cfg.flow_steps, 2 * cfg.batch_size, cfg.lr_flow, g,
@@ -360,7 +450,8 @@ def _train(cfg: HeadlineConfig, rng: np.random.Generator, baselines: bool) -> _T
     tail = max(1, min(20, cfg.policy_steps // 5))
     return _Trained(policies["specflow"], spec_flow, policies.get("mvot"), pixel_flow, policies.get("text"), test,
                     {k: float(np.mean(v[-tail:])) for k, v in losses.items()},
-                    {k: float(np.mean(v[-max(1, min(20, cfg.flow_steps // 5)):])) for k, v in flow_loss.items()})
+                    {k: float(np.mean(v[-max(1, min(20, cfg.flow_steps // 5)):])) for k, v in flow_loss.items()},
+                    n_blocks)
 
 
 def _reconstruction_figure(reasoner: SpecFlowReasoner, test: list, rng: np.random.Generator):
@@ -369,12 +460,13 @@ def _reconstruction_figure(reasoner: SpecFlowReasoner, test: list, rng: np.rando
     ep = reasoner.solve(m, rng, len(moves), forced=moves, keep_thoughts=True)
     truth = expert_renders(m, moves)[0]
     n = min(len(ep.thoughts), 10)
+    side = truth.shape[-1] + 2
     pad = lambda a: np.pad(np.clip(a, 0, 1), 1, constant_values=1.0)  # noqa: E731
     top = np.concatenate([pad(ep.thoughts[i]) for i in range(n)], axis=1)
     bottom = np.concatenate([pad(truth[i]) for i in range(n)], axis=1)
     fig, ax = new_figure("SpecFlow workspace per hop (top: decoded, bottom: true render)", "hop", "")
     ax.imshow(np.concatenate([top, bottom], axis=0), cmap="gray", vmin=0, vmax=1)
-    ax.set_xticks([17 + 34 * i for i in range(n)], [str(i) for i in range(n)])
+    ax.set_xticks([side // 2 + side * i for i in range(n)], [str(i) for i in range(n)])
     ax.set_yticks([])
     ax.grid(False)
     return fig
@@ -389,34 +481,83 @@ def _eval_metrics(prefix: str, ev: Evaluation, metrics: dict[str, float]) -> Non
         metrics[f"{prefix}_agent_cell_acc"] = ev.agent_acc
 
 
+def _outcomes(ev: Evaluation, test: list, deep_depth: int | None = None) -> np.ndarray:
+    """Per-map success (bool array), on every test map or on those with H >= ``deep_depth``."""
+    return np.array([ep.success for ep, (_, moves) in zip(ev.episodes, test, strict=True)
+                     if deep_depth is None or len(moves) >= deep_depth], dtype=bool)
+
+
+def _shifted(outcomes: np.ndarray, shift: float, rng: np.random.Generator) -> np.ndarray:
+    """``outcomes`` with round(|shift| n) maps flipped at random: failures to successes (shift > 0) or back."""
+    out = outcomes.copy()
+    pool = np.flatnonzero(out == (shift < 0))
+    k = min(int(round(abs(shift) * len(out))), len(pool))
+    out[rng.choice(pool, size=k, replace=False)] = shift > 0
+    return out
+
+
+def _control_difference(first: np.ndarray, fresh: np.ndarray, shift: float, rng: np.random.Generator) -> float:
+    """The difference a control run checks: the first arm re-evaluated on a fresh stream, shifted by construction
+    (``shift``: the paper's effect, planted, or the claim made false, null), minus the first arm itself.
+
+    Both arms are one method, so what remains besides the shift is the evaluation noise of that method.
+    """
+    if len(first) == 0:
+        return float("nan")
+    return float(_shifted(fresh, shift, rng).mean() - first.mean())
+
+
+def _denoiser_checks(flows: dict[str, FlowUpdater], test: list, n_maps: int, g: torch.Generator,
+                     metrics: dict[str, float], size: int) -> list[Check]:
+    """Preconditions: with a perfect denoiser each sampler decodes what the exact workspace decodes."""
+    eps = expert_episodes(test[:n_maps])
+    checks = []
+    for label, up in flows.items():
+        res = perfect_denoiser_decoding(up, eps, g, size)
+        metrics[f"denoiser_{label}_max_abs_err"] = res.max_abs_err
+        metrics[f"denoiser_{label}_agent_acc"] = res.agent_acc
+        metrics[f"exact_{up.space}_agent_acc"] = res.exact_agent_acc
+        # float32 round-off of 5 Euler steps and two block transforms is ~3e-7; a lost coefficient is >= 1e-2
+        checks.append(Check(f"denoiser_{label}_max_abs_err", res.max_abs_err, "< 1e-4", role="precondition",
+                            paper="(sampler keeps what the workspace holds)"))
+    return checks
+
+
 @experiment(
     "specflow.headline",
-    claim="On 8x8 FrozenLake maps SpecFlow (one 16-token block-DCT workspace) succeeds within 5 points of "
-    "MVoT with pixel-space visual thoughts appended to the context, and at least as often as text-only CoT.",
+    claim="On FrozenLake maps SpecFlow (one block-DCT workspace) succeeds within 5 points of MVoT with "
+    "pixel-space visual thoughts appended to the context, and at least as often as text-only CoT.",
     presets={
-        "smoke": HeadlineConfig(n_train=8, n_test=3, policy_steps=2, flow_steps=2, batch_size=4, n_layers=1,
-                                d_model=16, n_heads=2, flow_width=8, n_ode_steps=2),
+        "smoke": HeadlineConfig(**_SMOKE),  # type: ignore[arg-type]
         "quick": HeadlineConfig(),
+        "planted": HeadlineConfig(control="planted"),
+        "null": HeadlineConfig(control="null"),
         # Deviation: a 2-layer d = 64 policy instead of the brief's 4 layers, d = 192 (see _full)
         "full": _full(HeadlineConfig),
     },
 )
 def headline(cfg: HeadlineConfig, rng: np.random.Generator) -> Outcome:
     resolve_device(cfg.device)  # a device this machine lacks stops the run here
-    r_train, r_eval, r_fig = spawn(rng, 3)
-    tr = _train(cfg, r_train, baselines=True)
-    assert tr.mvot_policy is not None and tr.text_policy is not None and tr.pixel_flow is not None
-    e = spawn(r_eval, 5)
-    spec_r = SpecFlowReasoner(tr.spec_policy, tr.spec_flow)  # type: ignore[arg-type]
-    evs = {
-        "specflow": evaluate(spec_r, tr.test, e[0], cfg.deep_depth, "SpecFlow"),
-        "diffthinker": evaluate(SpecFlowReasoner(tr.spec_policy, FlowUpdater(tr.spec_flow.net, "spectral",  # type: ignore[arg-type]
-                                                                              n_steps=cfg.n_ode_steps, w=0.0)),
-                                tr.test, e[1], cfg.deep_depth, "DiffThinker-like (w = 0)"),
-        "mvot": evaluate(MVoTReasoner(tr.mvot_policy, tr.pixel_flow), tr.test, e[2], cfg.deep_depth, "MVoT"),  # type: ignore[arg-type]
-        "mvot_oracle": evaluate(MVoTReasoner(tr.mvot_policy, None), tr.test, e[3], cfg.deep_depth, "MVoT-oracle"),  # type: ignore[arg-type]
-        "text": evaluate(TextOnlyReasoner(tr.text_policy), tr.test, e[4], cfg.deep_depth, "text-only"),  # type: ignore[arg-type]
-    }
+    r_train, r_eval, r_fig, r_ctl = spawn(rng, 4)
+    # a control run compares SpecFlow with itself: the baselines are not trained
+    control = cfg.control != "none"
+    tr = _train(cfg, r_train, baselines=not control)
+    e = spawn(r_eval, 7)
+    tpt = tr.n_blocks
+    spec_r = SpecFlowReasoner(tr.spec_policy, tr.spec_flow)
+    evs = {"specflow": evaluate(spec_r, tr.test, e[0], cfg.deep_depth, "SpecFlow"),
+           "specflow_exact": evaluate(SpecFlowReasoner(tr.spec_policy, None), tr.test, e[5], cfg.deep_depth,
+                                      "SpecFlow policy, exact workspace")}
+    if not control:
+        assert tr.mvot_policy is not None and tr.text_policy is not None and tr.pixel_flow is not None
+        diff_r = SpecFlowReasoner(tr.spec_policy, FlowUpdater(tr.spec_flow.net, "spectral", n_steps=cfg.n_ode_steps,
+                                                              w=0.0))
+        evs["diffthinker"] = evaluate(diff_r, tr.test, e[1], cfg.deep_depth, "DiffThinker-like (w = 0)")
+        evs["mvot"] = evaluate(MVoTReasoner(tr.mvot_policy, tr.pixel_flow, tpt), tr.test, e[2], cfg.deep_depth,
+                               "MVoT")
+        evs["mvot_oracle"] = evaluate(MVoTReasoner(tr.mvot_policy, None, tpt), tr.test, e[3], cfg.deep_depth,
+                                      "MVoT-oracle")
+        evs["text"] = evaluate(TextOnlyReasoner(tr.text_policy, tpt), tr.test, e[4], cfg.deep_depth, "text-only")
     metrics: dict[str, float] = {}
     for k, ev in evs.items():
         _eval_metrics(k, ev, metrics)
@@ -424,26 +565,44 @@ def headline(cfg: HeadlineConfig, rng: np.random.Generator) -> Outcome:
         metrics[f"policy_loss_{k}"] = v
     for k, v in tr.flow_loss.items():
         metrics[f"flow_loss_{k}"] = v
-    d_mvot = evs["specflow"].success - evs["mvot"].success
-    d_text = evs["specflow"].success - evs["text"].success
-    metrics["specflow_minus_mvot_success"] = d_mvot
-    metrics["specflow_minus_text_success"] = d_text
-    # The comparisons are evidence only if the policies can solve maps at all: the guard asks that the policy
-    # fed the TRUE renders (MVoT-oracle, the easiest reasoner) solves MIN_LEARNED_SUCCESS of them. Below it
-    # every method succeeds on a handful of maps and a comparison is decided by one episode (it flipped
-    # between seeds), so the comparisons are then reported as metrics and the guard fails the run.
-    oracle = evs["mvot_oracle"].success
-    checks = [Check("guard_mvot_oracle_success", oracle, f">= {MIN_LEARNED_SUCCESS}",
-                    paper="(guard; paper's FrozenLake success 87.94%)")]
-    if oracle >= MIN_LEARNED_SUCCESS:
-        checks += [
-            Check("specflow_minus_mvot_success", d_mvot, ">= -0.05", paper="SpecFlow 70.14 vs VoCoT 68.88 acc % (VSR)"),
-            Check("specflow_minus_text_success", d_text, ">= 0"),
-        ]
+    if control:
+        # Controls: SpecFlow re-evaluated on a fresh stream, shifted by construction, against SpecFlow itself.
+        fresh = _outcomes(evaluate(spec_r, tr.test, e[6], cfg.deep_depth, "SpecFlow (control)"), tr.test)
+        first = _outcomes(evs["specflow"], tr.test)
+        c1, c2 = spawn(r_ctl, 2)
+        planted = cfg.control == "planted"
+        d_mvot = _control_difference(first, fresh, EFFECT_VS_MVOT if planted else -2 * MVOT_MARGIN, c1)
+        d_text = _control_difference(first, fresh, EFFECT_VS_TEXT if planted else -EFFECT_VS_TEXT, c2)
+        metrics["control_specflow_minus_mvot_success"] = d_mvot
+        metrics["control_specflow_minus_text_success"] = d_text
+    else:
+        d_mvot = evs["specflow"].success - evs["mvot"].success
+        d_text = evs["specflow"].success - evs["text"].success
+        metrics["specflow_minus_mvot_success"] = d_mvot
+        metrics["specflow_minus_text_success"] = d_text
+    # Preconditions (issue 63): the sampler keeps what the workspace holds (perfect denoiser, both spaces), and
+    # every policy solves the maps when it reads true thoughts (text-only: it has none) above a bar fixed before
+    # the run. Below the bar every method succeeds on a handful of maps and a comparison is decided by one episode.
+    flows = {"spectral": tr.spec_flow} if tr.pixel_flow is None else {"spectral": tr.spec_flow,
+                                                                       "pixel": tr.pixel_flow}
+    checks = _denoiser_checks(flows, tr.test, cfg.n_denoiser_maps, torch_generator(r_fig), metrics, cfg.size)
+    for k, label in (("specflow_exact", "SpecFlow policy on the exact workspace"), ("mvot_oracle", "MVoT-oracle"),
+                     ("text", "text-only CoT")):
+        if k in evs:
+            checks.append(Check(f"{k}_success", evs[k].success, f">= {MIN_LEARNED_SUCCESS}", role="precondition",
+                                paper=f"({label}; paper's FrozenLake success 87.94%)"))
+    checks += [
+        Check("specflow_minus_mvot_success", d_mvot, f">= {-MVOT_MARGIN}", comparative=True,
+              paper="SpecFlow 70.14 vs VoCoT 68.88 acc % (VSR)"),
+        Check("specflow_minus_text_success", d_text, ">= 0", comparative=True,
+              paper="SpecFlow 61.28 vs PCCoT 44.40 acc % (V*)"),
+    ]
     fig, ax = new_figure("Agent-cell accuracy of the visual thought read at each hop", "hop",
                          "accuracy (brightest-dot cell)")
     for k, label in (("specflow", "SpecFlow (DCT workspace)"), ("mvot", "MVoT (pixel thoughts)"),
                      ("diffthinker", "SpecFlow, w = 0")):
+        if k not in evs:
+            continue
         acc = evs[k].agent_acc_per_hop
         ax.plot(np.arange(1, len(acc) + 1), acc, "o-", label=label)
     ax.set_ylim(-0.02, 1.02)
@@ -451,7 +610,7 @@ def headline(cfg: HeadlineConfig, rng: np.random.Generator) -> Outcome:
     fig_s, ax = new_figure("Success rate", "method", "success")
     names = list(evs)
     ax.bar(range(len(names)), [evs[k].success for k in names])
-    ax.set_xticks(range(len(names)), names, fontsize=8)
+    ax.set_xticks(range(len(names)), names, fontsize=7)
     rows = [{"method": k, "success": ev.success, "success_deep": ev.success_deep, "n_deep": ev.n_deep,
              "fell": ev.fell, "agent_cell_acc": ev.agent_acc if ev.agent_acc is not None else float("nan")}
             for k, ev in evs.items()]
@@ -462,57 +621,66 @@ def headline(cfg: HeadlineConfig, rng: np.random.Generator) -> Outcome:
 
 @config
 class AblationConfig(HeadlineConfig):
-    w_values: tuple[float, ...] = param((1.0, 2.0, 4.0, 6.0), 0.0, 10.0, min_len=1, max_len=8,
-                                        help="CFG scales; paper: 1, 2, 4, 6")
-    ode_steps: tuple[int, ...] = param((1, 3, 5, 8), 1, 16, min_len=1, max_len=8, help="paper: 1, 3, 5, 8")
-    n_drift: int = param(100, 1, 2000, help="test maps whose expert path is replayed to measure thought drift")
+    w_values: tuple[float, ...] = param((1.0, 4.0), 0.0, 10.0, min_len=1, max_len=8,
+                                        help="CFG scales; paper: 1, 2, 4, 6 (full)")
+    ode_steps: tuple[int, ...] = param((1, 8), 1, 16, min_len=1, max_len=8, help="paper: 1, 3, 5, 8 (full)")
+    n_drift: int = param(50, 1, 2000, help="test maps whose expert path is replayed to measure thought drift")
+
+
+def _full_ablations() -> AblationConfig:
+    return dataclasses.replace(_full(AblationConfig), w_values=(1.0, 2.0, 4.0, 6.0), ode_steps=(1, 3, 5, 8),
+                               n_drift=100)
 
 
 @experiment(
     "specflow.ablations",
     claim="The cosine mask schedule succeeds at least as often as the fixed low-frequency mask, and guidance "
-    "w = 4 at least as often as w = 1 on maps of depth >= 8 (soft claims; ODE steps and w swept).",
+    "w = 4 at least as often as w = 1 on deep maps (soft claims; ODE steps and w swept).",
     presets={
-        "smoke": AblationConfig(n_train=8, n_test=3, policy_steps=2, flow_steps=2, batch_size=4, n_layers=1,
-                                d_model=16, n_heads=2, flow_width=8, n_ode_steps=2, w_values=(1.0, 4.0),
-                                ode_steps=(1, 2)),
+        "smoke": AblationConfig(**_SMOKE, w_values=(1.0, 4.0), ode_steps=(1, 2)),  # type: ignore[arg-type]
         "quick": AblationConfig(),
-        "full": _full(AblationConfig),
+        "planted": AblationConfig(control="planted"),
+        "null": AblationConfig(control="null"),
+        "full": _full_ablations(),
     },
 )
 def ablations(cfg: AblationConfig, rng: np.random.Generator) -> Outcome:
     resolve_device(cfg.device)  # a device this machine lacks stops the run here
-    r_train, r_flow, r_eval, r_drift = spawn(rng, 4)
+    r_train, r_flow, r_eval, r_drift, r_ctl = spawn(rng, 5)
+    control = cfg.control != "none"
     tr = _train(cfg, r_train, baselines=False)
-    gen = FrozenLakeMaps()
-    train = expert_episodes(gen.batch(cfg.n_train, spawn(r_train, 1)[0]))
     g = torch_generator(r_flow)
     nets = {"cosine": tr.spec_flow}
-    for s in ("linear", "fixed"):
-        nets[s] = _flow(cfg, "spectral", g, schedule=s)
-        train_velocity(nets[s], train, cfg.flow_steps, 2 * cfg.batch_size, cfg.lr_flow, g, cfg.p_drop)
+    if not control:  # a control run compares the cosine arm with itself: the other schedules are not trained
+        train = expert_episodes(_maps(cfg).batch(cfg.n_train, spawn(r_train, 1)[0]))
+        for s in ("linear", "fixed"):
+            nets[s] = _flow(cfg, "spectral", g, schedule=s)
+            train_velocity(nets[s], train, cfg.flow_steps, 2 * cfg.batch_size, cfg.lr_flow, g, cfg.p_drop)
     metrics: dict[str, float] = {}
-    rows = []
+    rows: list[dict] = []
 
-    def run(label: str, up: FlowUpdater, r: np.random.Generator) -> Evaluation:
-        ev = evaluate(SpecFlowReasoner(tr.spec_policy, up), tr.test, r, cfg.deep_depth, label)  # type: ignore[arg-type]
+    def run(label: str, up: FlowUpdater | None, r: np.random.Generator) -> Evaluation:
+        ev = evaluate(SpecFlowReasoner(tr.spec_policy, up), tr.test, r, cfg.deep_depth, label)
         _eval_metrics(label, ev, metrics)
-        rows.append({"variant": label, "schedule": up.schedule, "w": up.w, "ode_steps": up.n_steps,
-                     "success": ev.success, "success_deep": ev.success_deep, "n_deep": ev.n_deep,
-                     "agent_cell_acc": ev.agent_acc if ev.agent_acc is not None else float("nan")})
+        if up is not None:
+            rows.append({"variant": label, "schedule": up.schedule, "w": up.w, "ode_steps": up.n_steps,
+                         "success": ev.success, "success_deep": ev.success_deep, "n_deep": ev.n_deep,
+                         "agent_cell_acc": ev.agent_acc if ev.agent_acc is not None else float("nan")})
         return ev
 
-    variants = [(f"schedule_{s}", FlowUpdater(nets[s].net, "spectral", n_steps=cfg.n_ode_steps, w=cfg.w, schedule=s))  # type: ignore[arg-type]
-                for s in ("cosine", "linear", "fixed")]
-    variants += [(f"w_{w:g}", FlowUpdater(nets["cosine"].net, "spectral", n_steps=cfg.n_ode_steps, w=w))
-                 for w in cfg.w_values]
-    variants += [(f"steps_{n}", FlowUpdater(nets["cosine"].net, "spectral", n_steps=n, w=cfg.w))
-                 for n in cfg.ode_steps]
+    def updater(schedule: str, w: float, n_steps: int) -> FlowUpdater:
+        return FlowUpdater(nets[schedule].net, "spectral", n_steps=n_steps, w=w, schedule=schedule)  # type: ignore[arg-type]
+
+    variants = [(f"schedule_{s}", updater(s, cfg.w, cfg.n_ode_steps)) for s in nets]
+    if not control:
+        variants += [(f"w_{w:g}", updater("cosine", w, cfg.n_ode_steps)) for w in cfg.w_values]
+        variants += [(f"steps_{n}", updater("cosine", cfg.w, n)) for n in cfg.ode_steps]
     # one evaluation stream per variant, the same test maps for all; a variant equal to an earlier one (w = 4
     # and T = 5 are the cosine run's own settings) reuses its evaluation
     evs: dict[str, Evaluation] = {}
     done: dict[tuple, Evaluation] = {}
-    for (label, up), r in zip(variants, spawn(r_eval, len(variants)), strict=True):
+    streams = spawn(r_eval, 16 + 3)  # at most 3 + 8 + 8 variants share the first 16 (max_len of the sweeps: 8)
+    for (label, up), r in zip(variants, streams, strict=False):
         key = (up.schedule, up.w, up.n_steps)
         if key in done:
             evs[label] = done[key]
@@ -521,29 +689,53 @@ def ablations(cfg: AblationConfig, rng: np.random.Generator) -> Outcome:
                          "variant": label})
         else:
             evs[label] = done[key] = run(label, up, r)
-    d_sched = evs["schedule_cosine"].success - evs["schedule_fixed"].success
-    metrics["cosine_minus_fixed_success"] = d_sched
-    # As in the headline: the soft comparisons are checked only once the cosine run itself solves
-    # MIN_LEARNED_SUCCESS of the maps; below it they are reported as metrics and the guard fails.
-    best = max(ev.success for ev in evs.values())
-    checks = [Check("guard_best_variant_success", best, f">= {MIN_LEARNED_SUCCESS}",
-                    paper="(guard; paper's FrozenLake success 87.94%)")]
-    if best >= MIN_LEARNED_SUCCESS:
-        checks.append(
-            Check("cosine_minus_fixed_success", d_sched, ">= 0", paper="FrozenLake cosine 87.94 vs fixed 82.37")
-        )
-    if "w_1" in evs and "w_4" in evs:
-        d_w = evs["w_4"].success_deep - evs["w_1"].success_deep
-        metrics["w4_minus_w1_success_deep"] = d_w
-        if best >= MIN_LEARNED_SUCCESS:
-            checks.append(Check("w4_minus_w1_success_deep", d_w, ">= 0", paper="w = 4 best"))
+    exact = run("specflow_exact", None, streams[-3])
+    checks = []
+    if control:
+        # Controls: the first arm of each claim re-evaluated on a fresh stream, shifted by construction, against
+        # that arm itself (cosine for the schedule claim, w = 4 for the guidance claim, on deep maps).
+        shift = EFFECT_SCHEDULE if cfg.control == "planted" else -EFFECT_SCHEDULE
+        c1, c2 = spawn(r_ctl, 2)
+        cos = evs["schedule_cosine"]
+        fresh = evaluate(SpecFlowReasoner(tr.spec_policy, updater("cosine", cfg.w, cfg.n_ode_steps)), tr.test,
+                         streams[-2], cfg.deep_depth, "control")
+        w4, fresh_w4 = cos, fresh
+        if cfg.w != 4.0:
+            w4 = run("w_4", updater("cosine", 4.0, cfg.n_ode_steps), streams[0])
+            fresh_w4 = evaluate(SpecFlowReasoner(tr.spec_policy, updater("cosine", 4.0, cfg.n_ode_steps)), tr.test,
+                                streams[-1], cfg.deep_depth, "control")
+        d_sched = _control_difference(_outcomes(cos, tr.test), _outcomes(fresh, tr.test), shift, c1)
+        d_w = _control_difference(_outcomes(w4, tr.test, cfg.deep_depth),
+                                  _outcomes(fresh_w4, tr.test, cfg.deep_depth), shift, c2)
+        metrics["control_cosine_minus_fixed_success"] = d_sched
+        metrics["control_w4_minus_w1_success_deep"] = d_w
+    else:
+        d_sched = evs["schedule_cosine"].success - evs["schedule_fixed"].success
+        metrics["cosine_minus_fixed_success"] = d_sched
+        d_w = float("nan")
+        if "w_1" in evs and "w_4" in evs:
+            d_w = evs["w_4"].success_deep - evs["w_1"].success_deep
+            metrics["w4_minus_w1_success_deep"] = d_w
+    # Preconditions (issue 63): each schedule's sampler keeps what the workspace holds (perfect denoiser), so the
+    # schedule comparison is decided by the schedules, not by noise left in X(1); the policy solves the maps
+    # when it reads the exact workspace.
+    checks += _denoiser_checks({f"schedule_{s}": up for s, up in nets.items()}, tr.test, cfg.n_denoiser_maps,
+                               torch_generator(r_drift), metrics, cfg.size)
+    checks.append(Check("specflow_exact_success", exact.success, f">= {MIN_LEARNED_SUCCESS}", role="precondition",
+                        paper="(SpecFlow policy on the exact workspace; paper's FrozenLake success 87.94%)"))
+    checks.append(Check("cosine_minus_fixed_success", d_sched, ">= 0", comparative=True,
+                        paper="FrozenLake cosine 87.94 vs fixed 82.37"))
+    if control or ("w_1" in evs and "w_4" in evs):
+        checks.append(Check("w4_minus_w1_success_deep", d_w, ">= 0", comparative=True, paper="w = 4 best"))
     fig, ax = new_figure("Ablations: success rate", "variant", "success")
-    ax.bar(range(len(rows)), [float(r["success"]) for r in rows])  # type: ignore[arg-type]
+    ax.bar(range(len(rows)), [float(r["success"]) for r in rows])
     ax.set_xticks(range(len(rows)), [str(r["variant"]) for r in rows], rotation=45, fontsize=7)
-    drift_rows, fig_drift = _thought_drift(tr.spec_policy, nets["cosine"], cfg, tr.test[: cfg.n_drift], r_drift,
-                                           metrics)
-    return Outcome(metrics=metrics, checks=checks, tables={"variants": rows, "drift": drift_rows},
-                   figures={"ablations": fig, "thought_drift": fig_drift})
+    figures = {"ablations": fig}
+    tables: dict[str, list[dict]] = {"variants": rows}
+    if not control:
+        tables["drift"], figures["thought_drift"] = _thought_drift(tr.spec_policy, nets["cosine"], cfg,
+                                                                   tr.test[: cfg.n_drift], r_drift, metrics)
+    return Outcome(metrics=metrics, checks=checks, tables=tables, figures=figures)
 
 
 def _thought_drift(policy: torch.nn.Module, flow: FlowUpdater, cfg: AblationConfig, maps: list,

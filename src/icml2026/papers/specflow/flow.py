@@ -32,6 +32,7 @@ __all__ = [
     "flow_matching_loss",
     "truncate_coefficients",
     "seeded_init",
+    "PerfectDenoiser",
 ]
 
 
@@ -168,6 +169,38 @@ class VelocityNet(nn.Module):
         return state + torch.nn.functional.pixel_shuffle(self.out(torch.cat([h3, h1], dim=1)), b)
 
 
+class PerfectDenoiser(nn.Module):
+    """A "network" that returns the true target X_1 whatever it is shown: the sampler's precondition.
+
+    ``FlowUpdater(PerfectDenoiser(), ...)`` must decode every thought as the exact workspace does, for every
+    schedule and layout: if it does not, the sampler (not the net) loses what the workspace holds. Set the
+    target (B, 1, H, W) in the flow's space (block-DCT coefficients, or pixels) with :meth:`set_target` before
+    each :meth:`FlowUpdater.sample`; CFG's doubled batch gets it repeated.
+    """
+
+    def __init__(self, block: int = 8, emb: int = 4):
+        super().__init__()
+        self.block, self.emb_dim = block, emb
+        self.null = nn.Parameter(torch.zeros(emb), requires_grad=False)
+        self.target: torch.Tensor | None = None
+
+    def set_target(self, x1: torch.Tensor) -> PerfectDenoiser:
+        self.target = x1
+        return self
+
+    def condition(self, traces: list[list[int]]) -> torch.Tensor:
+        return self.null.expand(len(traces), -1)
+
+    def forward(self, x_t: torch.Tensor, t: torch.Tensor, cond: torch.Tensor | None,
+                state: torch.Tensor) -> torch.Tensor:
+        if self.target is None:
+            raise ValueError("target: PerfectDenoiser.set_target(...) must be called before sampling")
+        reps = x_t.shape[0] // self.target.shape[0]
+        if reps * self.target.shape[0] != x_t.shape[0]:
+            raise ValueError(f"target: batch {self.target.shape[0]} does not divide the sampler's {x_t.shape[0]}")
+        return self.target.to(x_t).repeat(reps, 1, 1, 1)
+
+
 def seeded_init(factory: Callable[[], nn.Module], generator: torch.Generator) -> nn.Module:
     """Build ``factory()`` with torch's default initialisation drawn from ``generator``.
 
@@ -198,7 +231,7 @@ class FlowUpdater:
     pixel space, no DCT, no mask.
     """
 
-    net: VelocityNet
+    net: VelocityNet | PerfectDenoiser
     space: FlowSpace = "spectral"
     n_steps: int = 5  # paper: T = 5 (code default 8)
     w: float = 4.0  # paper's best guidance scale (code default 3)
@@ -215,22 +248,22 @@ class FlowUpdater:
         return torch.from_numpy(np.tile(_layout_mask(b, self.layout, k), (height // b, width // b)))
 
     def velocity(self, x_in: torch.Tensor, t: torch.Tensor, cond: torch.Tensor | None,
-                 state: torch.Tensor) -> torch.Tensor:
+                 state: torch.Tensor, x: torch.Tensor | None = None) -> torch.Tensor:
         """u_theta(M(t) X_t, t, c) from the net's data estimate X_1_hat (``x_in`` is the masked state).
 
-        # Deviation: the net predicts X_1 and the velocity is the one that is optimal under the step-3 loss given that
-        # estimate: ``(X_1_hat - X_t) / (1 - t)`` on the coefficients M(t) shows, ``X_1_hat`` (= E[X_1 - X_noise])
-        # on the masked ones, whose noise the net cannot see. The paper's net outputs u directly.
+        ``x`` is the sampler's full state X_t (``None``: ``x_in``, i.e. no coefficient is hidden).
+        # Deviation: the net predicts X_1 and the velocity is ``(X_1_hat - X_t) / (1 - t)`` on EVERY coefficient,
+        # X_t being the sampler's full state (the sampler knows it; the net sees only M(t) X_t). A coefficient the
+        # mask hides therefore moves along the same straight path ``(1 - t) X_noise + t X_1_hat`` as in training,
+        # and one shown late arrives carrying ``(1 - t)`` of its noise, as training shows it. The paper's net
+        # outputs u directly; on hidden coefficients that u can only learn E[X_1 - X_noise | what it sees] =
+        # X_1_hat, which leaves their full initial noise in X(1). Until 2026-12-07 we did that (velocity X_1_hat
+        # on hidden coefficients): a perfect denoiser then decoded 0 % of the fixed square schedule's thoughts,
+        # whose 4 x 4 square hides 3 of the workspace's 16 zig-zag coefficients at every step (issue 63).
         """
         x1 = self.net(x_in, t, cond, state)
         one_minus_t = (1.0 - t).clamp(min=1e-3)[:, None, None, None]
-        if self.space == "pixel":
-            return (x1 - x_in) / one_minus_t
-        b = self.net.block
-        h, w = x_in.shape[-2:]
-        mask = _masks_for(t, b, self.layout, self.schedule, self.min_keep, self.max_keep, self.fixed_keep,
-                          h, w).to(x_in)
-        return mask * (x1 - x_in) / one_minus_t + (1 - mask) * x1
+        return (x1 - (x_in if x is None else x)) / one_minus_t
 
     def state_of(self, img: torch.Tensor) -> torch.Tensor:
         """The net's state channel for renders (B, 1, H, W): workspace-truncated DCT, or pixels."""
@@ -250,17 +283,20 @@ class FlowUpdater:
 
         def velocity(x: torch.Tensor, t: float) -> torch.Tensor:
             tt = torch.full((bsz,), t, dtype=x.dtype, device=x.device)
+            # the net sees M(t_k) X (spectral; pixel: no mask); the velocity uses the full state X
+            x_in = self.mask(t, h, w).to(x) * x if self.space == "spectral" else x
             if self.w == 1.0:
-                return self.velocity(x, tt, cond, state)
+                return self.velocity(x_in, tt, cond, state, x)
             if self.w == 0.0:
-                return self.velocity(x, tt, None, state)
+                return self.velocity(x_in, tt, None, state, x)
             # one batched call for the conditional and the unconditional branch
-            both = self.velocity(torch.cat([x, x]), torch.cat([tt, tt]),
-                                 torch.cat([cond, self.net.null.expand(bsz, -1)]), torch.cat([state, state]))
+            both = self.velocity(torch.cat([x_in, x_in]), torch.cat([tt, tt]),
+                                 torch.cat([cond, self.net.null.expand(bsz, -1)]), torch.cat([state, state]),
+                                 torch.cat([x, x]))
             return guided_velocity(both[bsz:], both[:bsz], self.w)
 
-        mask_fn = (lambda t: self.mask(t, h, w).to(state.device)) if self.space == "spectral" else None
-        return euler_sample(velocity, x0, self.n_steps, mask_fn, return_path=return_path)
+        # Euler on t_k = k / T (Alg. 1); the mask M(t_k) is applied to the net's input inside ``velocity``
+        return euler_sample(velocity, x0, self.n_steps, None, return_path=return_path)
 
     def decode(self, x1: torch.Tensor) -> torch.Tensor:
         """Pixels of a sampled X(1): IDCT of the workspace-truncated coefficients (spectral) or X(1) itself."""

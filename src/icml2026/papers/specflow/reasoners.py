@@ -33,6 +33,10 @@ from .spectral import block_dct, block_idct, from_workspace, to_workspace
 __all__ = ["Policy", "Episode", "SpecFlowReasoner", "kv_bytes", "cache_bytes", "BOS", "ACT", "VIS", "patches"]
 
 BOS, ACT, VIS = 0, 1, 2  # token kinds: task token, action (text) token, visual token
+#: the words whose embeddings a real backbone's action tokens start from (U, D, L, R, STOP)
+ACTION_WORDS = ("up", "down", "left", "right", "stop")
+#: the task, whose mean word embedding a real backbone's task token starts from
+TASK_PROMPT = "walk on the frozen lake to the goal without falling into a hole"
 VisualInput = Literal["dct", "pixel"]
 
 
@@ -88,7 +92,8 @@ class Policy(nn.Module):
 
     def __init__(self, visual_dim: int, n_slots: int, n_layers: int = 4, d_model: int = 192, n_heads: int = 4,
                  max_ctx: int = 1024, n_actions: int = 5, attn_implementation: str = "sdpa",
-                 visual_input: VisualInput = "dct", block: int = 8):
+                 visual_input: VisualInput = "dct", block: int = 8, backbone: nn.Module | None = None,
+                 tokenizer: object | None = None):
         super().__init__()
         if visual_input not in ("dct", "pixel"):
             raise ValueError(f"visual_input: must be 'dct' or 'pixel', got {visual_input!r}")
@@ -100,21 +105,51 @@ class Policy(nn.Module):
             shift[0] = 0.5 * positive_int(block, "block", maximum=64)  # DC of a constant 0.5 block (orthonormal)
         self.visual_input = visual_input
         self.register_buffer("visual_shift", shift, persistent=False)
-        from transformers import LlamaConfig, LlamaModel
+        if backbone is None:
+            from transformers import LlamaConfig, LlamaModel
 
-        cfg = LlamaConfig(vocab_size=1, hidden_size=d_model, intermediate_size=4 * d_model,
-                          num_hidden_layers=n_layers, num_attention_heads=n_heads, num_key_value_heads=n_heads,
-                          max_position_embeddings=max_ctx, attention_dropout=0.0, bos_token_id=None,
-                          eos_token_id=None, pad_token_id=None)
-        # "eager" for FLOP counting: FlopCounterMode does not see the fused CPU SDPA kernel's matmuls
-        cfg._attn_implementation = attn_implementation
-        self.lm = LlamaModel(cfg)
+            cfg = LlamaConfig(vocab_size=1, hidden_size=d_model, intermediate_size=4 * d_model,
+                              num_hidden_layers=n_layers, num_attention_heads=n_heads, num_key_value_heads=n_heads,
+                              max_position_embeddings=max_ctx, attention_dropout=0.0, bos_token_id=None,
+                              eos_token_id=None, pad_token_id=None)
+            # "eager" for FLOP counting: FlopCounterMode does not see the fused CPU SDPA kernel's matmuls
+            cfg._attn_implementation = attn_implementation
+            self.lm = LlamaModel(cfg)
+        else:
+            # a user's causal LM (icml2026.core.loaders.load_causal_lm): its decoder reads our input embeddings
+            self.lm = getattr(backbone, "base_model", backbone)
+            bcfg = backbone.config  # type: ignore[union-attr]
+            d_model, n_layers = int(bcfg.hidden_size), int(bcfg.num_hidden_layers)
+            max_ctx = int(getattr(bcfg, "max_position_embeddings", max_ctx) or max_ctx)
         self.n_layers, self.d_model, self.max_ctx = n_layers, d_model, max_ctx
         self.bos = nn.Parameter(torch.randn(d_model) * 0.02)
         self.action = nn.Embedding(n_actions, d_model)
         self.visual = nn.Linear(visual_dim, d_model)
         self.slot = nn.Parameter(torch.randn(n_slots, d_model) * 0.02)
         self.head = nn.Linear(d_model, n_actions)
+        if backbone is not None:
+            self._init_from_words(backbone, tokenizer, n_actions)
+
+    @torch.no_grad()
+    def _init_from_words(self, backbone: nn.Module, tokenizer: object | None, n_actions: int) -> None:
+        """Text tokens of a real backbone: the task token and the actions start as the LM's own word embeddings.
+
+        The task token is the mean embedding of :data:`TASK_PROMPT`, each action that of its word (``up``,
+        ``down``, ``left``, ``right``, ``stop``), so the action trace enters as text the LM already reads.
+        """
+        if tokenizer is None or not callable(tokenizer):
+            raise ValueError("model: a backbone policy needs the model's tokenizer (a folder with tokenizer files)")
+        table = backbone.get_input_embeddings().weight  # type: ignore[operator]
+
+        def mean_embedding(text: str) -> torch.Tensor:
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"]  # type: ignore[operator]
+            if not ids:
+                raise ValueError(f"model: the tokenizer gives no token for {text!r}")
+            return table[torch.as_tensor(ids, device=table.device)].float().mean(0).cpu()
+
+        self.bos.copy_(mean_embedding(TASK_PROMPT))
+        for a, word in enumerate(ACTION_WORDS[:n_actions]):
+            self.action.weight[a].copy_(mean_embedding(word))
 
     def embed(self, kinds: torch.Tensor, ids: torch.Tensor, feats: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
         """Token embeddings (B, L, d) from kinds (L,), action ids (B, L), visual feats (B, L, f), slots (L,).
@@ -130,10 +165,14 @@ class Policy(nn.Module):
         return torch.where(k == BOS, bos, torch.where(k == ACT, act, vis))
 
     def forward(self, embeds: torch.Tensor, cache: object | None = None, start: int = 0) -> torch.Tensor:
-        """Last hidden states (B, L, d) of ``embeds`` placed at positions start.. (appending to ``cache``)."""
+        """Last hidden states (B, L, d) of ``embeds`` placed at positions start.. (appending to ``cache``).
+
+        A backbone held in another dtype (bfloat16) gets its input cast and gives float32 hidden states back.
+        """
+        lm_dtype = next(self.lm.parameters()).dtype
         pos = torch.arange(start, start + embeds.shape[1], device=embeds.device)[None]
-        out = self.lm(inputs_embeds=embeds, cache=cache, position_ids=pos, use_cache=cache is not None)
-        return out.last_hidden_state
+        out = self.lm(inputs_embeds=embeds.to(lm_dtype), cache=cache, position_ids=pos, use_cache=cache is not None)
+        return out.last_hidden_state.to(embeds.dtype)
 
 
 @dataclass
@@ -406,3 +445,30 @@ def build_policy(visual_dim: int, n_slots: int, n_layers: int, d_model: int, n_h
 
 Kind = Literal["specflow", "mvot", "mvot_oracle", "text"]
 __all__ += ["build_policy", "Kind"]
+
+
+def load_backbone_policy(path: str, visual_dim: int, n_slots: int, generator: torch.Generator,
+                         visual_input: VisualInput = "dct", block: int = 8, dtype: str | None = None,
+                         device: str = "cpu") -> Policy:
+    """A :class:`Policy` on a user's Hugging Face causal LM from a local folder or GGUF file (``--set model=PATH``).
+
+    The checkpoint is read by :func:`icml2026.core.loaders.load_causal_lm` (never downloaded). Its decoder runs
+    on ``inputs_embeds``: the task token and the action words start as the LM's own word embeddings, the DCT
+    workspace (or pixel patches) enters through a new linear projection plus a per-slot embedding, and a new
+    linear head reads the action off the last hidden state. The new layers' weights are drawn from
+    ``generator``; every parameter, the LM's included, is trained by :func:`~.training.train_policy`.
+    """
+    from icml2026.core.loaders import load_causal_lm
+
+    loaded = load_causal_lm(path, dtype=dtype, device="cpu")
+
+    def factory() -> Policy:
+        return Policy(visual_dim, n_slots, visual_input=visual_input, block=block, backbone=loaded.model,
+                      tokenizer=loaded.tokenizer)
+
+    policy = seeded_init(factory, generator)
+    assert isinstance(policy, Policy)
+    return policy.to(device)
+
+
+__all__ += ["load_backbone_policy", "ACTION_WORDS", "TASK_PROMPT"]

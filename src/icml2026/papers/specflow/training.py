@@ -6,6 +6,7 @@ Policies see ground-truth visual thoughts while training: DCT-truncated renders 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -16,12 +17,13 @@ import torch
 from icml2026.core.progress import track
 from icml2026.core.validate import finite_number, positive_int
 
-from .data import STOP, LakeMap, expert_renders
-from .flow import FlowUpdater, flow_matching_loss
+from .data import STOP, LakeMap, agent_cell, expert_renders
+from .flow import FlowUpdater, PerfectDenoiser, flow_matching_loss
 from .reasoners import ACT, BOS, VIS, Episode, Policy, _Reasoner, patches
 from .spectral import block_dct, to_workspace
 
-__all__ = ["ExpertEpisode", "expert_episodes", "train_policy", "train_velocity", "evaluate", "Evaluation"]
+__all__ = ["ExpertEpisode", "expert_episodes", "train_policy", "train_velocity", "evaluate", "Evaluation",
+           "DenoiserCheck", "perfect_denoiser_decoding"]
 
 
 @dataclass(frozen=True)
@@ -117,8 +119,12 @@ def train_policy(
     tokens_per_thought: int = 16,
     ws_keep: int = 16,
     block: int = 8,
+    grad_accum: int = 1,
 ) -> list[float]:
     """Teacher-forced cross-entropy on the expert's next action; returns the loss per step.
+
+    ``grad_accum`` micro-batches (each of ``batch_size`` actions) are accumulated into one optimiser step, for a
+    large backbone whose batch does not fit at once; 1 (the default) is a plain step.
 
     ``batch_size`` counts supervised actions, not sequences: SpecFlow's sequences hold one target each (the
     action read off one workspace), MVoT's and text-only's whole episodes hold H + 1, so a step takes
@@ -131,6 +137,7 @@ def train_policy(
     n_steps = positive_int(n_steps, "n_steps", maximum=10**6)
     batch_size = positive_int(batch_size, "batch_size", maximum=4096)
     lr = finite_number(lr, "lr", lo=0.0, hi=1.0, lo_open=True)
+    grad_accum = positive_int(grad_accum, "grad_accum", maximum=1024)
     groups: dict[tuple, list] = defaultdict(list)
     for ep in episodes:
         for key, ids, feats, tgt in _sequences(kind, ep, tokens_per_thought, ws_keep, block):
@@ -148,19 +155,22 @@ def train_policy(
     policy.train()
     losses = []
     for _ in track(range(n_steps), f"train policy ({kind})"):
-        gi = int(torch.multinomial(sizes, 1, generator=generator))
-        g_kinds, g_slots, g_ids, g_feats, g_tgt = stacked[gi]
-        n_seq = min(max(1, batch_size // per_seq[gi]), g_ids.shape[0])
-        idx = torch.randint(0, g_ids.shape[0], (n_seq,), generator=generator)
-        hidden = policy(policy.embed(g_kinds, g_ids[idx], g_feats[idx], g_slots))
-        logits = policy.head(hidden)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                                 g_tgt[idx].reshape(-1).to(logits.device), ignore_index=-100)
         opt.zero_grad()
-        loss.backward()
+        step_loss = 0.0
+        for _micro in range(grad_accum):
+            gi = int(torch.multinomial(sizes, 1, generator=generator))
+            g_kinds, g_slots, g_ids, g_feats, g_tgt = stacked[gi]
+            n_seq = min(max(1, batch_size // per_seq[gi]), g_ids.shape[0])
+            idx = torch.randint(0, g_ids.shape[0], (n_seq,), generator=generator)
+            hidden = policy(policy.embed(g_kinds, g_ids[idx], g_feats[idx], g_slots))
+            logits = policy.head(hidden)
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                                     g_tgt[idx].reshape(-1).to(logits.device), ignore_index=-100)
+            (loss / grad_accum).backward()
+            step_loss += loss.item() / grad_accum
         opt.step()
         sched.step()
-        losses.append(loss.item())
+        losses.append(step_loss)
     policy.eval()
     return losses
 
@@ -249,3 +259,47 @@ def evaluate(reasoner: _Reasoner, maps: list[tuple[LakeMap, list[int]]], rng: np
         agent_acc_per_hop=[float(np.mean(per_hop[h])) for h in sorted(per_hop)],
         episodes=eps,
     )
+
+
+@dataclass(frozen=True)
+class DenoiserCheck:
+    """The sampler run with a perfect denoiser on every expert transition, against the exact workspace.
+
+    ``max_abs_err``: largest pixel difference between the decoded thought and the exact workspace's decode of
+    the true next render; ``agent_acc``: agent-cell accuracy of the decoded thoughts; ``exact_agent_acc``: that
+    of the exact workspace itself (the ceiling: a 16-coefficient workspace blurs the dot on a few maps).
+    """
+
+    max_abs_err: float
+    agent_acc: float
+    exact_agent_acc: float
+    n_transitions: int
+
+
+@torch.no_grad()
+def perfect_denoiser_decoding(updater: FlowUpdater, episodes: list[ExpertEpisode], generator: torch.Generator,
+                              size: int = 8) -> DenoiserCheck:
+    """Sample every (v_i -> v_{i+1}) of ``episodes`` with ``updater``'s settings and a :class:`PerfectDenoiser`.
+
+    The denoiser returns the true X_1 (the DCT of v_{i+1}, or its pixels), so any error left is the sampler's:
+    the schedule, the layout, the hidden coefficients, the number of steps, CFG.
+    """
+    if not episodes:
+        raise ValueError("episodes: is empty")
+    net = PerfectDenoiser(updater.net.block)
+    up = dataclasses.replace(updater, net=net)  # the same sampler (class and settings), the perfect net
+    prev = torch.cat([ep.frames[:-1] for ep in episodes])
+    nxt = torch.cat([ep.frames[1:] for ep in episodes])
+    cells = [c for ep in episodes for c in ep.cells[1:]]
+    traces = [ep.moves[: i + 1] for ep in episodes for i in range(len(ep.moves))]
+    b = net.block
+    target = block_dct(nxt, b) if up.space == "spectral" else nxt
+    net.set_target(target)
+    x1 = up.sample(up.state_of(prev), traces, generator)
+    assert isinstance(x1, torch.Tensor)
+    got = up.decode(x1).cpu()
+    exact = up.decode(target).cpu()
+    agent = [agent_cell(g[0].numpy(), size) == c for g, c in zip(got, cells, strict=True)]
+    ceiling = [agent_cell(e[0].numpy(), size) == c for e, c in zip(exact, cells, strict=True)]
+    return DenoiserCheck(max_abs_err=float((got - exact).abs().max()), agent_acc=float(np.mean(agent)),
+                         exact_agent_acc=float(np.mean(ceiling)), n_transitions=len(cells))
