@@ -325,11 +325,12 @@ class ClientModel(nn.Module):
         """Logits (N, b, n_classes) for token ids ``x`` (N, b, T) and attention masks ``mask`` (N, b, T; 1 =
         real token; ``None``: every position): row block k goes to client k."""
         n, b, t = x.shape
-        att = torch.ones_like(x) if mask is None else mask
-        att = att.reshape(n * b, t)
+        att = None if mask is None else mask.reshape(n * b, t)
         hs = self.encoder(input_ids=x.reshape(n * b, t), attention_mask=att).last_hidden_state.float()
         if self.pooling == "cls":
             h = hs[:, 0]
+        elif att is None:
+            h = hs.mean(1)
         else:
             w = att.to(hs.dtype).unsqueeze(-1)
             h = (hs * w).sum(1) / w.sum(1).clamp_min(1.0)
