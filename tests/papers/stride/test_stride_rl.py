@@ -134,9 +134,9 @@ def test_sft_learns_a_single_demonstration_and_checkpoint_round_trips(tmp_path):
     losses = sft_train(model, p, c, vocab.pad_id, SFTConfig(n_steps=120, batch_size=1, lr=1e-2, warmup=5),
                        np.random.default_rng(0))
     assert losses[-1] < 0.1 < losses[0]
-    save_policy(model, vocab, tmp_path / "ckpt")
-    loaded, vocab2 = load_policy(tmp_path / "ckpt")
-    assert vocab2.tokens == vocab.tokens
+    save_policy(model, vocab.tokenizer(), tmp_path / "ckpt")  # a plain save_pretrained folder, tokenizer too
+    loaded, tok = load_policy(tmp_path / "ckpt")
+    assert tok.convert_tokens_to_ids(vocab.tokens) == list(range(vocab.vocab_size))
     with torch.no_grad():
         a, _ = completion_logprobs(model, p, c, vocab.pad_id)
         b, _ = completion_logprobs(loaded, p, c, vocab.pad_id)
@@ -145,7 +145,9 @@ def test_sft_learns_a_single_demonstration_and_checkpoint_round_trips(tmp_path):
                  generator=torch.Generator().manual_seed(0), temperature=0.05)
     assert vocab.decode_completion(out[0]) == "<edit_traj> REPLACE C with W at position 1 </edit_traj> AWDE"
     sft_train(loaded, p, c, vocab.pad_id, SFTConfig(n_steps=2, batch_size=1), np.random.default_rng(1))
-    with pytest.raises(ValueError, match="folder"):
+    from icml2026.core.errors import BadInput
+
+    with pytest.raises(BadInput, match="model"):
         load_policy(tmp_path / "missing")
 
 

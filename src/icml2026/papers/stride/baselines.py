@@ -15,9 +15,11 @@ import numpy as np
 
 from .data import random_variant
 from .edits import shortest_edit_script
-from .policy import EditVocab
+from .policy import EditCodec, EditVocab
 
 __all__ = ["random_perturbation", "trajectory_sft_data", "direct_sft_data"]
+
+_Pair = tuple[Sequence[str] | str, Sequence[str] | str, int | None]  # (source, target, instruction)
 
 
 def random_perturbation(src: str, n_samples: int, rng: np.random.Generator, max_edits: int = 3) -> list[str]:
@@ -27,7 +29,7 @@ def random_perturbation(src: str, n_samples: int, rng: np.random.Generator, max_
     return [random_variant(src, rng, max_edits) for _ in range(n_samples)]
 
 
-def trajectory_sft_data(vocab: EditVocab, pairs: Sequence[tuple[Sequence[str] | str, Sequence[str] | str, int | None]]
+def trajectory_sft_data(vocab: EditVocab | EditCodec, pairs: Sequence[_Pair]
                         ) -> tuple[list[list[int]], list[list[int]]]:
     """STRIDE Stage I data (Sec. 3.3): prompt ``(x_src, I)``, completion ``<edit_traj> T* </edit_traj> x_tgt``
     with ``T*`` the shortest edit script."""
@@ -38,7 +40,6 @@ def trajectory_sft_data(vocab: EditVocab, pairs: Sequence[tuple[Sequence[str] | 
     return prompts, comps
 
 
-def direct_sft_data(vocab: EditVocab, pairs: Sequence[tuple[Sequence[str] | str, Sequence[str] | str, int | None]]
-                    ) -> tuple[list[list[int]], list[list[int]]]:
+def direct_sft_data(vocab: EditVocab | EditCodec, pairs: Sequence[_Pair]) -> tuple[list[list[int]], list[list[int]]]:
     """Vanilla SFT data: the same prompts, completion ``<out> x_tgt <eos>`` (no trajectory)."""
     return ([vocab.prompt(s, i) for s, _, i in pairs], [vocab.direct_completion(t) for _, t, _ in pairs])

@@ -25,12 +25,14 @@ from .rewards import (
     STRICT_THRESHOLDS,
     ProteinOracle,
     molecule_props,
+    molecule_reward,
 )
 
 __all__ = [
     "ProteinTask",
     "make_protein_task",
     "calibrate_sigma",
+    "make_copy_corpus",
     "random_variant",
     "MoleculeTask",
     "MoleculeExample",
@@ -61,6 +63,29 @@ def random_variant(src: str, rng: np.random.Generator, max_edits: int = 3) -> st
     """``src`` after 1..``max_edits`` uniformly random INSERT/DELETE/REPLACE actions (the Random baseline)."""
     n = int(rng.integers(1, max_edits + 1))
     return str(apply_script(src, random_edits(src, n, AMINO_ACIDS, rng)))
+
+
+def make_copy_corpus(rng: np.random.Generator, n_pairs: int, length: int, max_edits: int = 3
+                     ) -> list[tuple[str, str]]:
+    """Generic edit demonstrations: ``n_pairs`` random sources (uniform over the 20 amino acids, ``length``
+    long) with a random 1..``max_edits``-action variant each, fitness ignored.
+
+    # Deviation: the paper fine-tunes a pretrained LLM, which already copies and indexes its prompt; our
+    # tiny model starts from scratch, and trained on variants of one ancestor alone it learns the ancestor
+    # instead of reading the source (issue 57: teacher-forced accuracy 0.958 on training vs 0.774 on held-out
+    # pairs). These pairs stand in for that pre-training; both SFT arms get them, each in its own format.
+    """
+    if isinstance(n_pairs, bool) or not isinstance(n_pairs, int) or n_pairs < 0:
+        raise ValueError(f"n_pairs = {n_pairs!r}: must be a non-negative integer")
+    if isinstance(length, bool) or not isinstance(length, int) or length < 4:
+        raise ValueError(f"length = {length!r}: must be an integer >= 4")
+    out: list[tuple[str, str]] = []
+    while len(out) < n_pairs:
+        src = "".join(AMINO_ACIDS[int(i)] for i in rng.integers(0, 20, size=length))
+        tgt = random_variant(src, rng, max_edits)
+        if tgt != src:
+            out.append((src, tgt))
+    return out
 
 
 def calibrate_sigma(deltas: np.ndarray, target_frac: float) -> float:
@@ -207,6 +232,8 @@ class MoleculeTask:
     n_molecules: int
     n_pairs: int  # labelled (source, target) pairs within the edit-distance limit
     targets: dict[tuple[str, int], list[str]] = field(default_factory=dict)
+    neighbours: dict[str, list[str]] = field(default_factory=dict)  # one-slot variants within the distance limit
+    n_dropped: int = 0  # strictly satisfied (pair, instruction) labels the reward filter dropped
 
 
 def _satisfies_strictly(src: dict[str, float], tgt: dict[str, float], instruction: int) -> bool:
@@ -215,8 +242,17 @@ def _satisfies_strictly(src: dict[str, float], tgt: dict[str, float], instructio
 
 def make_molecule_task(rng: np.random.Generator, *, n_train: int = 20000, n_test: int = 500,
                        test_frac: float = 0.1, max_edit_distance: int = 8, n_scaffolds: int = len(SCAFFOLDS),
-                       ) -> MoleculeTask:
+                       min_reward: float | None = 0.5) -> MoleculeTask:
     """Molecules differing in one slot, labelled with the instructions they satisfy strictly.
+
+    With ``min_reward`` a labelled (source, target, instruction) is kept only when the reward of the task
+    (``chem_reward``) scores the target at least that high: the target moves the instructed properties
+    strictly, stays similar (Tanimoto >= 0.4) and moves no other property by its threshold.
+    # Deviation (issue 57): the brief labels a pair with every instruction it satisfies strictly; scored by
+    # the reward itself those targets averaged -0.034 (16.7% drift a property they were not asked to change
+    # and get -0.5, 73.7% score 0), below copying the source (0), so the reward's optimum was to fail the
+    # gate. The paper's instruction data (DrugAssist / MolOpt) asks for edits that meet the instruction;
+    # keeping the targets the reward accepts is that instruction set's spirit. None keeps the brief's labels.
 
     Source molecules are split into training and held-out sources (``test_frac``); ``n_train`` triples are
     drawn from the training sources' labelled pairs and ``n_test`` (molecule, instruction) prompts from
@@ -247,17 +283,23 @@ def make_molecule_task(rng: np.random.Generator, *, n_train: int = 20000, n_test
     is_test = {m: bool(rng.random() < test_frac) for m in mols}
     toks = {m: tokenize_smiles(m) for m in mols}
     labelled: dict[str, list[MoleculeExample]] = {}
-    n_pairs = 0
+    neighbours: dict[str, list[str]] = {}
+    n_pairs = n_dropped = 0
     for members in track(list(groups.values()), "molecule pairs"):
         for s, _ in members:
             ps = molecule_props(s).values  # type: ignore[union-attr]
             for t, _ in members:
                 if t == s:
                     continue
-                pt = molecule_props(t).values  # type: ignore[union-attr]
-                hits = [ins for ins in INSTRUCTIONS if _satisfies_strictly(ps, pt, ins)]
                 # the levenshtein package (C) only filters by distance; scripts come from our own DP
-                if not hits or Levenshtein.distance(toks[s], toks[t]) > max_edit_distance:
+                if Levenshtein.distance(toks[s], toks[t]) > max_edit_distance:
+                    continue
+                neighbours.setdefault(s, []).append(t)
+                pt = molecule_props(t).values  # type: ignore[union-attr]
+                strict = [ins for ins in INSTRUCTIONS if _satisfies_strictly(ps, pt, ins)]
+                hits = [ins for ins in strict if min_reward is None or molecule_reward(s, t, ins) >= min_reward]
+                n_dropped += len(strict) - len(hits)
+                if not hits:
                     continue
                 n_pairs += 1
                 labelled.setdefault(s, []).extend(MoleculeExample(s, t, ins) for ins in hits)
@@ -269,7 +311,8 @@ def make_molecule_task(rng: np.random.Generator, *, n_train: int = 20000, n_test
                                                       replace=False)]
     test = [test_pool[int(i)] for i in rng.choice(len(test_pool), size=min(n_test, len(test_pool)), replace=False)]
     targets: dict[tuple[str, int], list[str]] = {}
-    for e in train_pool:
-        targets.setdefault((e.src, e.instruction), []).append(e.tgt)
+    for m in mols:  # training and held-out sources alike (the held-out ones give the ground-truth checks)
+        for e in labelled.get(m, []):
+            targets.setdefault((e.src, e.instruction), []).append(e.tgt)
     alphabet = sorted({t for m in mols for t in toks[m]})
-    return MoleculeTask(train, test, alphabet, len(mols), n_pairs, targets)
+    return MoleculeTask(train, test, alphabet, len(mols), n_pairs, targets, neighbours, n_dropped)

@@ -5,9 +5,15 @@
   <eos> <pad>`` and instruction tokens). Its :meth:`EditVocab.decode_completion` turns generated ids into the
   official textual format, which the parser then reads, so the consistency gate sees exactly what a text
   model would write.
+- :meth:`EditVocab.tokenizer`: the vocabulary as a real tokenizer (a ``tokenizers`` word-level model in a
+  ``transformers.PreTrainedTokenizerFast``, saved with the checkpoint), whose ids are the vocabulary's.
+- :class:`EditCodec`: the task's texts (prompt, trajectory completion, direct completion) through *any*
+  Hugging Face tokenizer, and generated ids back to the official text. The tiny model (with
+  :meth:`EditVocab.tokenizer`) and a real causal LM (with its own tokenizer) go through the same code.
 - :func:`build_policy`: a GPT-2 class model (learned position embeddings) from a ``transformers`` config via
   ``icml2026.core.textgen.build_tiny_causal_lm``; :func:`save_policy` / :func:`load_policy` go through
-  ``save_pretrained`` / ``from_pretrained`` on a local folder (the same code loads a real checkpoint).
+  ``save_pretrained`` and ``icml2026.core.loaders.load_causal_lm`` on a plain local folder (model and
+  tokenizer: a real checkpoint loads the same way).
 - :func:`sample`: temperature / top-p sampling with the KV cache (or, for the benchmark, without it).
 - :func:`completion_logprobs`: per-token log-probabilities of completions given prompts (prompt and padding
   masked out).
@@ -34,6 +40,7 @@ from .edits import TRAJ_CLOSE, TRAJ_OPEN, Edit
 
 __all__ = [
     "EditVocab",
+    "EditCodec",
     "PolicyConfig",
     "SFTConfig",
     "build_policy",
@@ -42,9 +49,12 @@ __all__ = [
     "sample",
     "completion_logprobs",
     "sft_train",
+    "official_text",
+    "is_adapted",
+    "AdapterDisabled",
 ]
 
-_SPECIALS = ("<pad>", "<bos>", "<eos>", "<src>", "<ins>", TRAJ_OPEN, TRAJ_CLOSE, "<out>")
+_SPECIALS = ("<pad>", "<bos>", "<eos>", "<src>", "<ins>", TRAJ_OPEN, TRAJ_CLOSE, "<out>", "<unk>")
 _OPS = ("INSERT", "DELETE", "REPLACE", "with", ";")
 
 
@@ -152,6 +162,19 @@ class EditVocab:
         body = "".join(tail)
         return f"{head} {body}".strip() if head else body
 
+    def tokenizer(self) -> Any:
+        """The vocabulary as a ``transformers.PreTrainedTokenizerFast`` over a ``tokenizers`` word-level model
+        (whitespace-split words, ids = this vocabulary's ids; ``<bos> <eos> <pad> <unk>`` are its special
+        tokens). ``save_pretrained`` writes it beside the model, and ``AutoTokenizer`` reads it back."""
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+        from transformers import PreTrainedTokenizerFast
+
+        tok = Tokenizer(models.WordLevel(vocab=dict(self.index), unk_token="<unk>"))
+        tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+        tok.decoder = decoders.WordPiece(prefix="##", cleanup=False)  # joins words with single spaces
+        return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>",
+                                       pad_token="<pad>", unk_token="<unk>", clean_up_tokenization_spaces=False)
+
     def save(self, folder: str | Path) -> None:
         Path(folder, self.FILE_NAME).write_text(json.dumps(
             {"alphabet": self.alphabet, "n_positions": self.n_positions, "instructions": self.instructions}))
@@ -163,6 +186,98 @@ class EditVocab:
             raise ValueError(f"folder: {folder} holds no {cls.FILE_NAME}")
         d = json.loads(path.read_text())
         return cls(d["alphabet"], d["n_positions"], d["instructions"])
+
+
+def official_text(words: Sequence[str]) -> str:
+    """Generated words (whitespace-split text of the edit language) as the official text that
+    :func:`~.edits.parse_completion` reads: trajectory words joined by spaces (``P<k>`` -> "at position k"),
+    every word after ``</edit_traj>`` / ``<out>`` concatenated (the written sequence)."""
+    head: list[str] = []
+    tail: list[str] = []
+    in_tail = False
+    for tok in words:
+        if in_tail:
+            tail.append(tok)
+        elif tok == TRAJ_CLOSE:
+            head.append(tok)
+            in_tail = True
+        elif tok == "<out>":
+            in_tail = True
+        elif tok.startswith("P") and tok[1:].isdigit():
+            head.append(f"at position {tok[1:]}")
+        else:
+            head.append(tok)
+    h, body = " ".join(head), "".join(tail)
+    return f"{h} {body}".strip() if h else body
+
+
+class EditCodec:
+    """The edit language through a Hugging Face tokenizer: prompts and completions as ids, ids back to text.
+
+    Texts are whitespace-separated words of :class:`EditVocab` (``<src> A C D <ins> <I101>``, or with
+    ``index_source`` ``<src> P0 A P1 C P2 D <ins> <I101>``;
+    ``<edit_traj> REPLACE C with W P1 ; DELETE D P2 </edit_traj> A W``; ``<out> A W``), encoded by
+    ``tokenizer`` without its own special tokens; a prompt starts with the tokenizer's BOS (if it has one)
+    and a completion ends with its EOS. With :meth:`EditVocab.tokenizer` the ids are exactly the
+    vocabulary's; with a real model's tokenizer (BPE, SentencePiece) the same texts are encoded its way,
+    and :meth:`decode_completion` reads the model's text back through :func:`official_text`.
+    """
+
+    def __init__(self, tokenizer: Any, vocab: EditVocab, index_source: bool = False) -> None:
+        for attr in ("encode", "decode", "eos_token_id"):
+            if not hasattr(tokenizer, attr):
+                raise ValueError(f"tokenizer: {type(tokenizer).__name__} has no {attr} (a Hugging Face tokenizer)")
+        if tokenizer.eos_token_id is None:
+            raise ValueError("tokenizer: has no EOS token (completions must end with one)")
+        self.tokenizer, self.vocab, self.index_source = tokenizer, vocab, bool(index_source)
+        self.eos_id = int(tokenizer.eos_token_id)
+        pad = getattr(tokenizer, "pad_token_id", None)
+        self.pad_id = int(pad) if pad is not None else self.eos_id
+        bos = getattr(tokenizer, "bos_token_id", None)
+        self._bos = [int(bos)] if bos is not None else []
+
+    def _ids(self, text: str) -> list[int]:
+        return [int(i) for i in self.tokenizer.encode(text, add_special_tokens=False)]
+
+    def prompt(self, src: str | Sequence[str], instruction: int | None = None) -> list[int]:
+        """``BOS <src> x_src [<ins> <I_id>]``; with ``index_source`` each source token is preceded by its
+        position word (``<src> P0 A P1 C ...``)."""
+        self.vocab._seq_ids(src, "src")  # the alphabet check, with the vocabulary's message
+        toks = list(src)
+        if self.index_source and len(toks) > self.vocab.n_positions:
+            raise ValueError(f"src: {len(toks)} tokens exceed the vocabulary's P0..P{self.vocab.n_positions - 1}")
+        words = ["<src>", *([w for k, t in enumerate(toks) for w in (f"P{k}", t)] if self.index_source else toks)]
+        if instruction is not None:
+            if int(instruction) not in self.vocab.instructions:
+                raise ValueError(f"instruction = {instruction!r}: not in this vocabulary")
+            words += ["<ins>", f"<I{int(instruction)}>"]
+        return self._bos + self._ids(" ".join(words))
+
+    def trajectory_parts(self, script: Sequence[Edit], out: str | Sequence[str]) -> tuple[list[int], list[int]]:
+        """(``<edit_traj> a_1 ; ... ; a_T </edit_traj>``, ``x_out EOS``) as ids, encoded apart so that the
+        written output's tokens can be told from the trajectory's (the Stage I copy precondition)."""
+        words = self.vocab.decode(self.vocab.trajectory_completion(script, out)[:-1]).split()  # checks the script
+        k = words.index(TRAJ_CLOSE) + 1
+        return self._ids(" ".join(words[:k])), self._ids(" " + " ".join(words[k:])) + [self.eos_id]
+
+    def trajectory_completion(self, script: Sequence[Edit], out: str | Sequence[str]) -> list[int]:
+        """``<edit_traj> a_1 ; ... ; a_T </edit_traj> x_out EOS`` (Sec. 3.3)."""
+        head, tail = self.trajectory_parts(script, out)
+        return head + tail
+
+    def direct_completion(self, out: str | Sequence[str]) -> list[int]:
+        """``<out> x_out EOS``: the Vanilla-SFT completion."""
+        return self._ids(self.vocab.decode(self.vocab.direct_completion(out)[:-1])) + [self.eos_id]
+
+    def decode_completion(self, ids: Sequence[int]) -> str:
+        """Generated ids (cut at EOS) as the official text."""
+        cut: list[int] = []
+        for i in ids:
+            if int(i) == self.eos_id:
+                break
+            cut.append(int(i))
+        text = self.tokenizer.decode(cut, skip_special_tokens=False)
+        return official_text(text.split())
 
 
 @dataclass(frozen=True)
@@ -186,32 +301,59 @@ def build_policy(vocab: EditVocab, cfg: PolicyConfig, generator: torch.Generator
     return model
 
 
-def save_policy(model: Any, vocab: EditVocab, folder: str | Path) -> None:
-    """``save_pretrained`` plus the vocabulary, into a local folder."""
+def save_policy(model: Any, tokenizer: Any, folder: str | Path) -> None:
+    """``save_pretrained`` of the model and its tokenizer (for the tiny policy, :meth:`EditVocab.tokenizer`)
+    into a plain local folder, as any Hugging Face checkpoint is saved."""
     Path(folder).mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
-    vocab.save(folder)
+    tokenizer.save_pretrained(folder)
 
 
-def load_policy(folder: str | Path) -> tuple[Any, EditVocab]:
-    """A causal LM and its vocabulary from a local folder (``AutoModelForCausalLM.from_pretrained``; never a
-    hub download)."""
-    from transformers import AutoModelForCausalLM
+def load_policy(folder: str | Path, *, dtype: str | None = None, device: str = "cpu", key: str = "model"
+                ) -> tuple[Any, Any]:
+    """A causal LM and its tokenizer from a plain Hugging Face folder (``save_pretrained`` output, a real
+    checkpoint or the tiny policy), through :func:`icml2026.core.loaders.load_causal_lm` (never downloaded).
 
-    if not Path(folder).is_dir():
-        raise ValueError(f"folder: {folder} is not a directory")
-    vocab = EditVocab.load(folder)
-    model = AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True)
-    if model.config.vocab_size != vocab.vocab_size:
-        raise ValueError(f"folder: model vocabulary {model.config.vocab_size} != saved vocabulary {vocab.vocab_size}")
-    model.eval()
-    return model, vocab
+    Raises :class:`~icml2026.core.errors.BadInput` naming ``key`` and the path when the folder is missing or
+    holds no causal LM with a tokenizer.
+    """
+    from icml2026.core.loaders import load_causal_lm
+
+    lm = load_causal_lm(folder, dtype=dtype, device=device, key=key)
+    return lm.model, lm.tokenizer
 
 
 def _cache_kw(model: Any) -> str:
     import inspect
 
+    model = getattr(model, "wrapped", model)
+    if is_adapted(model):
+        model = model.get_base_model()
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def is_adapted(model: Any) -> bool:
+    """Whether ``model`` carries peft adapters (LoRA) that can be switched off."""
+    return hasattr(model, "disable_adapter") and hasattr(model, "peft_config")
+
+
+class AdapterDisabled(torch.nn.Module):
+    """A peft model seen with its adapters switched off: the model under them (pi_ref, or STRIDE-SFT when
+    Stage II trains a LoRA adapter on the merged Stage I model), without a copy of its weights."""
+
+    def __init__(self, peft_model: Any) -> None:
+        super().__init__()
+        if not is_adapted(peft_model):
+            raise ValueError("peft_model: has no adapters to disable")
+        self.wrapped = peft_model
+
+    @property
+    def config(self) -> Any:
+        return self.wrapped.config
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        with self.wrapped.disable_adapter():
+            return self.wrapped(*args, **kwargs)
 
 
 def _max_positions(model: Any) -> int:
@@ -280,11 +422,12 @@ def sample(
         for row in gen.tolist():
             comp = []
             for tok in row:
+                if tok == eos_id:  # before pad: a tokenizer may pad with its EOS
+                    comp.append(tok)
+                    break
                 if tok == pad_id:
                     break
                 comp.append(tok)
-                if tok == eos_id:
-                    break
             out.append(comp)
     return out
 
@@ -330,6 +473,7 @@ class SFTConfig:
     warmup: int = 20
     weight_decay: float = 0.0
     grad_clip: float = 1.0
+    grad_accum: int = 1  # micro-batches per step (the batch is split; the gradient is the whole batch's)
 
 
 def cosine_lr(step: int, n_steps: int, warmup: int, lr: float) -> float:
@@ -352,7 +496,10 @@ def sft_train(model: Any, prompts: Sequence[Sequence[int]], completions: Sequenc
     longest = max(len(p) + len(c) for p, c in zip(prompts, completions, strict=True))
     if longest > limit:
         raise ValueError(f"prompts: a training sequence has {longest} tokens but the model has {limit} positions")
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    if cfg.grad_accum < 1 or cfg.grad_accum > cfg.batch_size:
+        raise ValueError(f"grad_accum = {cfg.grad_accum}: must be in [1, batch_size = {cfg.batch_size}]")
+    params = [p for p in model.parameters() if p.requires_grad]  # LoRA: the adapters only
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     losses = np.zeros(cfg.n_steps)
     order: list[int] = []
     model.train()
@@ -362,12 +509,17 @@ def sft_train(model: Any, prompts: Sequence[Sequence[int]], completions: Sequenc
         batch, order = order[:cfg.batch_size], order[cfg.batch_size:]
         for g in opt.param_groups:
             g["lr"] = cosine_lr(step, cfg.n_steps, cfg.warmup, cfg.lr)
-        logp, mask = completion_logprobs(model, [prompts[i] for i in batch], [completions[i] for i in batch], pad_id)
-        loss = -(logp.sum() / mask.sum())
+        n_tok = float(sum(len(completions[i]) for i in batch))
         opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        total = 0.0
+        for micro in np.array_split(np.asarray(batch), cfg.grad_accum):
+            logp, _ = completion_logprobs(model, [prompts[i] for i in micro], [completions[i] for i in micro],
+                                          pad_id)
+            loss = -(logp.sum() / n_tok)  # the micro-batches' losses add up to the batch's token mean
+            loss.backward()
+            total += float(loss.detach())
+        torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
         opt.step()
-        losses[step] = float(loss.detach())
+        losses[step] = total
     model.eval()
     return losses

@@ -23,7 +23,7 @@ import torch
 
 from icml2026.core.progress import track
 
-from .policy import completion_logprobs, sample
+from .policy import AdapterDisabled, completion_logprobs, is_adapted, sample
 
 __all__ = ["RLConfig", "RLHistory", "group_advantages", "grpo_loss", "gspo_loss", "rl_train"]
 
@@ -109,7 +109,9 @@ def rl_train(
     pad_id: int,
     desc: str = "RL",
 ) -> RLHistory:
-    """Stage II in place on ``model``; the reference policy is a frozen copy of ``model`` at entry.
+    """Stage II in place on ``model``. The reference policy pi_ref is ``model`` at entry: with LoRA adapters
+    (peft) it is the model with its adapters switched off (no copy; the adapters must be fresh, i.e. start
+    at zero, as :func:`icml2026.core.loaders.apply_lora` makes them), otherwise a frozen copy.
 
     ``reward_fn(prompt_index, completion_ids)`` scores one completion (gate + task reward).
     """
@@ -121,8 +123,11 @@ def rl_train(
     if n_rollout % cfg.steps_per_generation:
         raise ValueError("steps_per_generation: must divide n_prompts * group_size")
     beta = cfg.beta if cfg.algo == "grpo" else 0.0
-    ref = copy.deepcopy(model).eval() if beta > 0 else None
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
+    ref: Any = None
+    if beta > 0:
+        ref = AdapterDisabled(model) if is_adapted(model) else copy.deepcopy(model).eval()
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
     gen = torch.Generator().manual_seed(int(rng.integers(0, 2**62)))  # CPU: sample() draws there
     dev = next(model.parameters()).device
     hist = RLHistory(np.zeros(cfg.n_steps), np.zeros(cfg.n_steps), np.zeros(cfg.n_steps))
@@ -161,7 +166,7 @@ def rl_train(
                 loss = gspo_loss(logp, o, mask, adv[idx], cfg.eps_low, cfg.eps_high)
             opt.zero_grad()
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
             opt.step()
             losses.append(float(loss.detach()))
         model.eval()
