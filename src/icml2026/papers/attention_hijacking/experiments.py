@@ -46,9 +46,10 @@ __all__ = ["anchor", "noise", "functional", "base_dd", "ablation", "scale", "twe
 # is clean DD's own published set and its own victims (the same streams), with the effect planted into the victims'
 # predictions (planted: the paper's backdoor, ASR 0.99, and no utility change; null: no backdoor and a CTA loss of
 # twice the margin). So they test that each check passes at the paper's effect and fails beyond its margin; the
-# set-to-set spread of independent distillations is not in them (card, "Controls"). Small: 20 outer steps, 500
-# training and 200 test sentences, 2 victims, no baselines or defences.
-_SMALL: dict[str, Any] = {"n_steps": 20, "n_train": 500, "n_test": 200, "n_learners": 2}
+# set-to-set spread of independent distillations is not in them (card, "Controls"). Small, in one process (ten runs
+# per experiment on 2 shared cores): 2 distillation seeds (the least a lower bound over seeds needs), 2 outer
+# steps, 200 training and 100 test sentences, 3 victims, no baselines or defences.
+_SMALL: dict[str, Any] = {"n_seeds": 2, "n_steps": 2, "n_train": 200, "n_test": 100, "n_learners": 3, "workers": 1}
 _CONTROL: dict[str, Any] = {**_QUICK, **_SMALL, "baselines": 0, "n_strip": 10, "strip_perturb": 2, "n_onion": 4}
 
 
@@ -152,8 +153,8 @@ _SCALE_QUICK: dict[str, Any] = dict(arch="minilm-l6", n_seeds=1, n_steps=8, n_le
     presets={"smoke": AHConfig(**{**_SMOKE, "arch": "minilm-l6", "baselines": 0}),
              "quick": AHConfig(**_SCALE_QUICK),
              "full": AHConfig(arch="minilm-l6", n_seeds=1, n_steps=300, baselines=0, workers=2),
-             "planted": _ctl({**_SCALE_QUICK, "n_steps": 2, "n_train": 200, "n_strip": 10, "n_onion": 4}, "planted"),
-             "null": _ctl({**_SCALE_QUICK, "n_steps": 2, "n_train": 200, "n_strip": 10, "n_onion": 4}, "null")},
+             "planted": _ctl({**_SCALE_QUICK, **_SMALL, "n_steps": 1, "n_strip": 10, "n_onion": 4}, "planted"),
+             "null": _ctl({**_SCALE_QUICK, **_SMALL, "n_steps": 1, "n_strip": 10, "n_onion": 4}, "null")},
 )
 def scale(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     return _scale.scale(cfg, rng)

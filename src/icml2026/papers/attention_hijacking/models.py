@@ -338,8 +338,8 @@ class LearnerFactory:
             if hasattr(tokenizer, "add_prefix_space") and not tokenizer.add_prefix_space:
                 from transformers import AutoTokenizer
 
-                tokenizer = AutoTokenizer.from_pretrained(str(loaded.path), local_files_only=True,
-                                                          add_prefix_space=True)
+                tokenizer = AutoTokenizer.from_pretrained(  # type: ignore[assignment]
+                    str(loaded.path), local_files_only=True, add_prefix_space=True)
         return cls(loaded.model, tokenizer)
 
 

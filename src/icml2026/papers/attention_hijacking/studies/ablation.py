@@ -7,6 +7,7 @@ Its paired effects and checks (:func:`_ablation_effects`, :func:`_ablation_check
 from __future__ import annotations
 
 import time
+from copy import deepcopy
 from dataclasses import replace
 from typing import Any
 
@@ -102,9 +103,10 @@ def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     jobs: list[Job] = []
     for s, r in enumerate(spawn(r_seeds, cfg.n_seeds)):
         per_variant = spawn(r, len(variants))
+        shared = spawn(per_variant[0], 2) if cfg.control != "none" else []  # (spawning advances per_variant[0])
         for (name, kw), rr in zip(variants.items(), per_variant, strict=True):
-            # a control's variants: one clean DD set and its victims (the full variant's streams), planted on
-            rd, re = spawn(per_variant[0] if cfg.control != "none" else rr, 2)
+            # a control's variants: one clean DD set and its victims (copies of the same streams), planted on
+            rd, re = [deepcopy(x) for x in shared] if cfg.control != "none" else spawn(rr, 2)
             jobs.append(((s, name), _variant_job, (cfg, s, name, kw, train, test, pool, ap, clean_test, trig_test,
                                                    rd, re)))
     res = _run_jobs(jobs, cfg.workers, "ablation sets")

@@ -7,6 +7,7 @@ The per-trigger attack grid (:class:`_AttackGrid`) and the checks of criteria 2-
 
 from __future__ import annotations
 
+from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,7 +84,9 @@ class _AttackGrid:
         """The grid's calls, keyed ``(tag, seed, name)`` and ``(tag, "onion")``."""
         cfg = self.data.cfg
         if cfg.control != "none":  # every arm is clean DD's own set and victims (its streams), planted on
-            return [((tag, s, name), _set_job, (self.data, s, name, make["clean"], ev["clean"], None))
+            # (copies: in one process the jobs would otherwise draw one after the other from the same generators)
+            return [((tag, s, name), _set_job, (self.data, s, name, deepcopy(make["clean"]), deepcopy(ev["clean"]),
+                                                None))
                     for s, (make, ev, _, _) in enumerate(self.streams) for name in self.names]
         out: list[Job] = [((tag, s, name), _set_job, (self.data, s, name, make[name], ev[name],
                                                       rp if name == "ah" else None))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from copy import deepcopy
 from typing import Any, Literal
 
 import numpy as np
@@ -122,13 +123,13 @@ def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
             if cfg.control != "none" and name == "dd_no_attention":  # the DD-with-attention set and victims
                 plant = _gain_plant(cfg, "gain_vs_no_attention")
                 jobs.append(((s, name), _dd_cta_job, (a, s, name, train, test, pool, clean_test, "cls",
-                                                      cfg.n_learners, r1, e1, plant)))
+                                                      cfg.n_learners, deepcopy(r1), deepcopy(e1), plant)))
                 continue
             jobs.append(((s, name), _dd_cta_job, (a, s, name, train, test, pool, clean_test, kind, cfg.n_learners,
                                                   rd, re)))
         if cfg.control != "none":  # the DD-with-attention set and victims again, planted on
             jobs.append(((s, "random_real"), _dd_cta_job, (a, s, "random_real", train, test, pool, clean_test, "cls",
-                                                           cfg.n_learners, r1, e1,
+                                                           cfg.n_learners, deepcopy(r1), deepcopy(e1),
                                                            _gain_plant(cfg, "gain_vs_random_real"))))
             continue
         jobs.append(((s, "random_real"), _with_factory, (a, random_real_baseline, (train, val, test, cfg.n_learners,

@@ -4,6 +4,7 @@ the checks of criteria 2-4 and of the ablation per trigger, plus the MiniLM-L6 s
 
 from __future__ import annotations
 
+from copy import deepcopy
 from dataclasses import replace
 from typing import Any
 
@@ -99,7 +100,7 @@ def grid(cfg: GridConfig, rng: np.random.Generator) -> Outcome:
             for name in (names if arch == "tiny" else ["ah"]):
                 rm, rv = spawn(streams[name], 2)
                 if cfg.control != "none":  # a control's arm: clean DD's own set and victims, planted on
-                    rm, rv = rm_clean, rc
+                    rm, rv = deepcopy(rm_clean), deepcopy(rc)  # copies: the clean job draws from its own
                 jobs.append(((arch, seed, g.trigger, name), _set_job, (g, seed, name, rm, rv, None)))
 
     for s, r in enumerate(spawn(r_seeds, cfg.n_seeds)):
