@@ -16,7 +16,7 @@ from __future__ import annotations
 import abc
 import time
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -114,11 +114,11 @@ class Policy(nn.Module):
                               eos_token_id=None, pad_token_id=None)
             # "eager" for FLOP counting: FlopCounterMode does not see the fused CPU SDPA kernel's matmuls
             cfg._attn_implementation = attn_implementation
-            self.lm = LlamaModel(cfg)
+            self.lm: nn.Module = LlamaModel(cfg)
         else:
             # a user's causal LM (icml2026.core.loaders.load_causal_lm): its decoder reads our input embeddings
             self.lm = getattr(backbone, "base_model", backbone)
-            bcfg = backbone.config  # type: ignore[union-attr]
+            bcfg: Any = backbone.config
             d_model, n_layers = int(bcfg.hidden_size), int(bcfg.num_hidden_layers)
             max_ctx = int(getattr(bcfg, "max_position_embeddings", max_ctx) or max_ctx)
         self.n_layers, self.d_model, self.max_ctx = n_layers, d_model, max_ctx
