@@ -128,6 +128,7 @@ def _tiny_chat_checkpoint(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow  # ~20 s on one free core: MiniLM and the checkpoint are loaded by the CLI run
 def test_endpoint_experiment_from_the_cli_on_a_tiny_checkpoint(tmp_path: Path) -> None:
     folder = _tiny_chat_checkpoint(tmp_path / "tiny")
     code, log = _run(["run", "sponge_tool_attack.endpoint", "--preset", "smoke", "--threads", "1",

@@ -115,8 +115,9 @@ def open_endpoint(*, url: str = "", served_name: str = "", model_path: str = "",
         from icml2026.core.textgen import HFLocalBackend, HFTokenizerAdapter
 
         loaded = load_causal_lm(model_path, dtype=dtype, device=device)
+        # chat=False: the loopback server renders chat requests with the tokenizer's template itself
         local: Any = HFLocalBackend(loaded.model, HFTokenizerAdapter(loaded.tokenizer), device=device,
-                                    name=Path(model_path).name, chat=True)
+                                    name=Path(model_path).name)
     elif sim is not None:
         local = sim
     else:
