@@ -93,9 +93,9 @@ class AHConfig:
     n_seeds: int = param(3, 1, 10, help="distillation seeds (brief: 3)")
     n_steps: int = param(1500, 1, 5000, help="outer distillation steps (brief: 1,500-3,000)")
     n_learners: int = param(20, 1, 100, help="fresh victims per distilled set (brief: 20)")
-    n_train: int = param(6824, 64, 18512, help="real training sentences used (all of RT train: 6,824; tweets: "
-                         "18,512)")
-    n_test: int = param(853, 40, 2314, help="test sentences (all of RT: 853; tweets: 2,314)")
+    n_train: int = param(6824, 64, 10_000_000, help="real training sentences used, at most all of them (RT train: "
+                         "6,824; tweets: 18,512; --set data: the user's train split)")
+    n_test: int = param(853, 40, 10_000_000, help="test sentences, at most all of them (RT: 853; tweets: 2,314)")
     seq_len: int = param(48, 16, 128, help="S (brief: 48)")
     dpc: int = param(1, 1, 4, help="distilled samples per class (brief: 1)")
     lr: float = param(1e-2, 1e-5, 1.0, help="outer AdamW lr (base code: 1e-2)")
