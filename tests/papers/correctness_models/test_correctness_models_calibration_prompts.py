@@ -36,12 +36,52 @@ def test_every_calibrator_removes_most_of_an_overconfident_ece(kind):
     assert after < 0.5 * before  # brief criterion 2: >= 50% reduction (held-out eval split)
 
 
-def test_platt_recovers_a_planted_logit_scale():
+def test_platt_logit_recovers_a_planted_logit_scale():
     rng = np.random.default_rng(1)
     p, y = _overconfident(100_000, rng)
-    cal = fit_calibrator("platt", p, y)
+    cal = fit_calibrator("platt_logit", p, y)
     coef = cal.model_.coef_[0, 0]
     assert coef == pytest.approx(0.25, abs=0.01)  # the inverse of the planted scale 4 (n = 1e5: sd ~0.003)
+
+
+def _official_platt_by_hand(p: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """(a, b) maximising sum log sigmoid(+-(a p + b)): the official Platt formula (a logistic regression on
+    the raw p with C = 1e11, i.e. no penalty worth the name), solved here by Newton's method."""
+    a, b = 0.0, 0.0
+    x = np.c_[p, np.ones_like(p)]
+    for _ in range(100):
+        s = 1 / (1 + np.exp(-(a * p + b)))
+        grad = x.T @ (y - s)
+        hess = (x * (s * (1 - s))[:, None]).T @ x
+        a, b = np.array([a, b]) + np.linalg.solve(hess, grad)
+    return float(a), float(b)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_platt_is_the_official_formula_on_raw_p(seed):
+    # fixture: a deliberately over-confident CM (sigmoid(4 logit q)), where raw-p and logit-p Platt differ
+    rng = np.random.default_rng(seed)
+    p, y = _overconfident(3000, rng)
+    a, b = _official_platt_by_hand(p, y)
+    cal = fit_calibrator("platt", p, y)
+    grid = np.linspace(0, 1, 101)
+    # sklearn's lbfgs stops at its tolerance (1e-4 on the gradient), which moved probabilities by up to 6e-5
+    # on these fixtures: 5e-4 allows that and is 100x below the 0.05 that separates the raw and logit forms
+    np.testing.assert_allclose(cal.predict(grid), 1 / (1 + np.exp(-(a * grid + b))), atol=5e-4)
+    assert cal.model_.C == 1e11  # the official setting
+    # and it is not the logit form: on this fixture the two calibrated maps differ visibly
+    other = fit_calibrator("platt_logit", p, y).predict(grid)
+    assert np.max(np.abs(cal.predict(grid) - other)) > 0.05
+
+
+def test_platt_hand_fixture():
+    # a fixed four-point fixture, symmetric about p = 0.5 (labels 0, 1, 0, 1 on 0.1, 0.4, 0.6, 0.9): the
+    # maximum-likelihood line satisfies b = -a / 2, and sklearn's fit equals the Newton solution
+    p = np.array([0.1, 0.4, 0.6, 0.9])
+    y = np.array([0, 1, 0, 1])
+    a, b = _official_platt_by_hand(p, y)
+    assert b == pytest.approx(-a / 2, abs=1e-9)  # symmetric about 0.5
+    np.testing.assert_allclose(fit_calibrator("platt", p, y).predict(p), 1 / (1 + np.exp(-(a * p + b))), atol=5e-4)
 
 
 def test_isotonic_clips_outside_the_fitted_range_and_is_monotone():

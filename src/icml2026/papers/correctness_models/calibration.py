@@ -1,11 +1,14 @@
 """Post-hoc calibrators fitted on the 5% calibration split (brief Sec. 2, official ``posthoc_calibration``).
 
-=========  ==================================================================================
-platt      logistic regression on the logit of p (effectively unregularised: C = 1e6)
-isotonic   ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip")`` on p
-beta       ``betacal.BetaCalibration(parameters="abm")`` (Kull et al. 2017)
-spline     ``ml_insights.SplineCalib`` (Lucena 2018), random_state=42, 3-fold CV over 5 penalties
-=========  ==================================================================================
+===========  ================================================================================
+platt        the official code's Platt scaling: ``LogisticRegression(C=1e11)`` on the raw p, i.e.
+             sigmoid(a p + b) with (a, b) the (effectively unregularised) maximum-likelihood fit
+platt_logit  classic Platt on the logit of p, sigmoid(a logit(p) + b) (C = 1e6); not the official
+             formula, kept beside it (it inverts a temperature-scaled CM exactly)
+isotonic     ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip")`` on p
+beta         ``betacal.BetaCalibration(parameters="abm")`` (Kull et al. 2017)
+spline       ``ml_insights.SplineCalib`` (Lucena 2018), random_state=42, 3-fold CV over 5 penalties
+===========  ================================================================================
 
 Calibrators are fitted on the calibration split only; the caller never shows them the eval split.
 """
@@ -19,10 +22,12 @@ import numpy as np
 
 from icml2026.core.validate import as_labels, as_probabilities, same_length
 
-__all__ = ["CALIBRATORS", "Calibrator", "fit_calibrator"]
+__all__ = ["CALIBRATORS", "PLATT_C", "Calibrator", "fit_calibrator"]
 
-CalibratorKind = Literal["platt", "isotonic", "beta", "spline"]
-CALIBRATORS: tuple[CalibratorKind, ...] = ("platt", "isotonic", "beta", "spline")
+CalibratorKind = Literal["platt", "platt_logit", "isotonic", "beta", "spline"]
+CALIBRATORS: tuple[CalibratorKind, ...] = ("platt", "platt_logit", "isotonic", "beta", "spline")
+#: sklearn's C of the official Platt fit (effectively no penalty)
+PLATT_C = 1e11
 _EPS = 1e-6  # p is clipped to [eps, 1 - eps] before a logit, so p = 0 or 1 stays finite
 
 
@@ -41,6 +46,8 @@ class Calibrator:
     def predict(self, probs: object) -> np.ndarray:
         p = as_probabilities(probs, "probs", ndim=1)
         if self.kind == "platt":
+            out = self.model_.predict_proba(p[:, None])[:, 1]
+        elif self.kind == "platt_logit":
             out = self.model_.predict_proba(_logit(p)[:, None])[:, 1]
         elif self.kind == "isotonic":
             out = self.model_.predict(p)
@@ -70,7 +77,13 @@ def fit_calibrator(kind: CalibratorKind, probs: object, labels: object) -> Calib
     if kind == "platt":
         from sklearn.linear_model import LogisticRegression
 
-        model: Any = LogisticRegression(C=1e6, max_iter=1000).fit(_logit(p)[:, None], y)
+        # the official posthoc calibration: an (effectively) unregularised logistic regression on raw p
+        model: Any = LogisticRegression(C=PLATT_C, max_iter=1000).fit(p[:, None], y)
+    elif kind == "platt_logit":
+        from sklearn.linear_model import LogisticRegression
+
+        # Deviation (kept as an option, not the default since issue 58): Platt on logit(p)
+        model = LogisticRegression(C=1e6, max_iter=1000).fit(_logit(p)[:, None], y)
     elif kind == "isotonic":
         from sklearn.isotonic import IsotonicRegression
 

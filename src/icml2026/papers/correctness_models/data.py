@@ -91,7 +91,7 @@ def _arith(rng: np.random.Generator) -> tuple[int, int, str, int]:
     return a, b, op, {"+": a + b, "-": a - b, "*": a * b}[op]
 
 
-def _make_kb(n_entities: int, zipf: float, rng: np.random.Generator) -> FactKB:
+def _make_kb(n_entities: int, zipf: float, rng: np.random.Generator, regularity: float = 0.0) -> FactKB:
     names: list[str] = []
     seen: set[str] = set()
     while len(names) < n_entities:
@@ -101,6 +101,15 @@ def _make_kb(n_entities: int, zipf: float, rng: np.random.Generator) -> FactKB:
             seen.add(name)
             names.append(name)
     values = {attr: rng.integers(0, len(vals), size=n_entities) for attr, vals in ATTRIBUTES.items()}
+    if regularity > 0.0:
+        # a share `regularity` of the facts follow a rule (the value is fixed by the name's first syllable,
+        # one random map per attribute), so a model can learn them from a few examples and generalise to
+        # entities it never saw, as LLMs infer facts from regularities; the others are arbitrary
+        first = np.array([next(i for i, syl in enumerate(_SYLLABLES) if n.lower().startswith(syl)) for n in names])
+        for attr, vals in ATTRIBUTES.items():
+            rule = rng.integers(0, len(vals), size=len(_SYLLABLES))
+            follows = rng.random(n_entities) < regularity
+            values[attr] = np.where(follows, rule[first], values[attr])
     w = 1.0 / np.arange(1, n_entities + 1) ** zipf  # entity i has popularity rank i
     return FactKB(tuple(names), values, w / w.sum())
 
@@ -117,17 +126,26 @@ def fact_question(qid: int, kb: FactKB, entity: int, attribute: str) -> Question
 
 def make_world(
     n_questions: int, rng: np.random.Generator, *, frac_arith: float = 0.5, n_entities: int = 3000,
-    zipf: float = 1.1,
+    zipf: float = 1.1, popularity: float = 0.0, regularity: float = 0.0,
 ) -> World:
     """``n_questions`` distinct questions (a ``frac_arith`` share arithmetic) over a fresh fact KB.
 
-    Fact questions are drawn uniformly over (entity, attribute) pairs, so most ask about rare entities.
+    Fact questions are drawn without replacement over (entity, attribute) pairs with probability
+    proportional to the entity's corpus frequency raised to ``popularity``: 0 draws them uniformly (most
+    ask about rare entities, which no target has seen), 1 asks about entities as often as text mentions
+    them (a benchmark of facts that are written about, as TriviaQA's are). ``regularity`` is the share of
+    facts whose value follows a rule of the entity's name (0: every fact arbitrary, the design before
+    issue 58).
     """
     n_questions = positive_int(n_questions, "n_questions", minimum=10, maximum=10**6)
     n_entities = positive_int(n_entities, "n_entities", minimum=10, maximum=10**6)
     if not 0.0 <= frac_arith <= 1.0:
         raise ValueError(f"frac_arith: must be in [0, 1], got {frac_arith}")
-    kb = _make_kb(n_entities, zipf, rng)
+    if not 0.0 <= popularity <= 4.0:
+        raise ValueError(f"popularity: must be in [0, 4], got {popularity}")
+    if not 0.0 <= regularity <= 1.0:
+        raise ValueError(f"regularity: must be in [0, 1], got {regularity}")
+    kb = _make_kb(n_entities, zipf, rng, regularity)
     n_arith = int(round(frac_arith * n_questions))
     n_fact = n_questions - n_arith
     if n_fact > n_entities * len(ATTRIBUTES):
@@ -140,7 +158,11 @@ def make_world(
             seen.add((a, b, op))
             qs.append(arith_question(len(qs), a, b, op))
     attrs = list(ATTRIBUTES)
-    pairs = rng.choice(n_entities * len(attrs), size=n_fact, replace=False)
+    if popularity == 0.0:  # the draw of every run before issue 58, kept bit for bit
+        pairs = rng.choice(n_entities * len(attrs), size=n_fact, replace=False)
+    else:
+        w = np.repeat(kb.weights ** popularity, len(attrs))  # pair p = entity * n_attrs + attribute
+        pairs = rng.choice(n_entities * len(attrs), size=n_fact, replace=False, p=w / w.sum())
     for p in pairs:
         qs.append(fact_question(len(qs), kb, int(p) // len(attrs), attrs[int(p) % len(attrs)]))
     order = rng.permutation(len(qs))

@@ -122,6 +122,8 @@ class MetricsConfig:
     "ECE = 1 - accuracy for p = 1, AURC of the oracle ranking = e + (1 - e) ln(1 - e), ECE equals netcal.",
     presets={"smoke": MetricsConfig(n_calibrated=20_000, n_oracle=1000), "quick": MetricsConfig(),
              "full": MetricsConfig(n_calibrated=2_000_000, n_oracle=100_000)},
+    no_preconditions="analytic: each check compares a metric with its closed form or an independent library on "
+    "scores built to a known answer, so there is no setup that could fail to express it",
 )
 def metrics(cfg: MetricsConfig, rng: np.random.Generator) -> Outcome:
     from netcal.metrics import ECE
@@ -167,10 +169,26 @@ def metrics(cfg: MetricsConfig, rng: np.random.Generator) -> Outcome:
 
 
 # ------------------------------------------------------------------- criteria 2, 3, 4, 5, 7: GCM
+#: bars of the preconditions, fixed before the first run of issue 58: a target must answer at least 10% of
+#: the evaluation questions (the issue: targets answering 1-2% are no targets) and have >= 50 correct and
+#: >= 50 wrong answers there (a per-target AUROC on fewer positives has a bootstrap sd of 0.03-0.05, too
+#: wide for the 0.01 margins), and each target's SCM must have learned something (AUROC >= 0.6)
+_MIN_ACCURACY, _MIN_CLASS_COUNT, _MIN_SCM_AUROC = 0.10, 50, 0.6
+#: effect sizes of the planted controls (the paper gives no recoverable figure; brief Sec. 5): criterion
+#: 3's "GCM >= SCM + 0.01 on average", criterion 5's 0.05 bar doubled, and criterion 7 planted as a
+#: ranking 0.02 AUROC better than the target's max-prob on every target
+_PLANTED_GCM_GAIN, _PLANTED_PHRASING_GAP, _PLANTED_SELECTION_GAIN = 0.01, 0.10, 0.02
+#: non-inferiority nulls: an arm worse than the margin by construction (criterion 3: 0.02 AUROC below the
+#: SCM, twice the 0.01 margin; criterion 4: 0.85 x SCM AUROC against the 0.9 x SCM bar)
+_NULL_GCM_LOSS, _NULL_LOTO_RATIO = 0.02, 0.85
+
+
 @config
 class GCMConfig:
     n_questions: int = param(20_000, 200, 40_000, help="world questions (brief: 20k)")
     n_entities: int = param(4000, 50, 20_000, help="entities of the fact KB")
+    regularity: float = param(0.8, 0.0, 1.0, help="share of facts whose value follows a rule of the entity's name "
+                              "(0: every fact arbitrary, the world before issue 58)")
     corpus_arith: int = param(3000, 10, 100_000, help="arithmetic problems in a target's corpus")
     corpus_fact: int = param(20_000, 10, 200_000, help="fact statements in a target's corpus (Zipf-weighted)")
     lm_steps: int = param(600, 1, 20_000, help="training steps of the tiny GPT-2 target")
@@ -179,8 +197,22 @@ class GCMConfig:
     cm_c: float = param(1.0, 1e-4, 1e4, help="inverse L2 strength of the feature CMs")
     retrieval_k: int = param(16, 1, 256, help="retrieved past examples per query (paper's main GCM: k = 0)")
     overconfidence: float = param(4.0, 1.5, 20.0, help="logit scale making the over-confident CM (criterion 2)")
-    n_bootstrap: int = param(200, 10, 2000, help="bootstrap resamples of the GCM - SCM interval")
+    n_bootstrap: int = param(200, 10, 2000, help="bootstrap resamples of the paired intervals")
     encoder: Literal["minilm", "hashed"] = "minilm"  # "hashed": cheap trigram encoder of the smoke preset
+    control: str = param("none", choices=("none", "planted", "null"),
+                         help="replace the method arms of the comparative checks by a control built from the other "
+                         "arm: 'planted' = an effect of the paper's size, 'null' = no effect (or one worse than "
+                         "a non-inferiority margin)")
+    model: str = param("", help="a causal LM (Hugging Face folder or .gguf file) trained with LoRA as every CM "
+                       "(SCM, GCM, LOTO, phrasing CMs); empty: the MiniLM feature CMs")
+    lora_r: int = param(32, 1, 1024, help="LoRA rank (paper: 32)")
+    lora_alpha: int = param(16, 1, 4096, help="LoRA alpha (paper: 16)")
+    lora_lr: float = param(1e-5, 1e-8, 1.0, help="LoRA learning rate (paper: 1e-5)")
+    lora_steps: int = param(10_000_000, 1, 10_000_000, help="cap on the optimizer steps of each LoRA CM, which trains "
+                            "for one epoch (paper) or this many steps, whichever is fewer")
+    lora_batch: int = param(1, 1, 4096, help="per-step micro-batch of the LoRA CMs (paper: 1)")
+    grad_accum: int = param(4, 1, 4096, help="gradient accumulation steps of the LoRA CMs (paper: 4)")
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"  # LoRA CM weights (bfloat16 on a GPU)
     device: str = param("cpu", help="torch device of the targets and MiniLM: cpu, cuda, cuda:<n>, mps (--device)")
 
     def __post_init__(self) -> None:
@@ -188,24 +220,64 @@ class GCMConfig:
         if self.n_questions > 6 * self.n_entities:
             raise ValueError(f"n_entities = {self.n_entities}: must be >= n_questions / 6 = "
                              f"{self.n_questions / 6:g} (half the questions are facts, 3 attributes each)")
+        if self.model:
+            from icml2026.core.errors import BadInput
+            from icml2026.core.loaders import check_model_path
+
+            try:
+                check_model_path(self.model, kinds=("hf", "gguf"))
+            except BadInput as exc:
+                raise ValueError(str(exc)) from None
 
 
 def _target_scale(cfg: GCMConfig):  # type: ignore[no-untyped-def]
     from .targets import TargetScale
 
+    # Deviation (issue 58): the GRU's loss on its answers only, at lr 1e-2 (it answered 2-3% before)
     return TargetScale(corpus_arith=cfg.corpus_arith, corpus_fact=cfg.corpus_fact, lm_steps=cfg.lm_steps,
-                       gru_steps=cfg.gru_steps, mlp_steps=cfg.mlp_steps, device=cfg.device)
+                       gru_steps=cfg.gru_steps, mlp_steps=cfg.mlp_steps, device=cfg.device,
+                       answer_only_loss=True, gru_lr=1e-2)
 
 
-def _fit_predict(embedder, variant, c, train, evals, names):  # type: ignore[no-untyped-def]
-    """Fit a FeatureCM on ``train`` and predict each of ``evals``; None when training has one class."""
+def _cm_factory(cfg: GCMConfig, emb, names):  # type: ignore[no-untyped-def]
+    """A function variant -> unfitted CM with ``fit(q, r, t, y, rng)`` and ``predict(q, r, t)``."""
     from .cms import FeatureCM
+    from .lora_cm import LoraLMCM
 
+    if cfg.model:
+        return lambda variant: LoraLMCM(cfg.model, variant=variant, r=cfg.lora_r, alpha=cfg.lora_alpha,
+                                        lr=cfg.lora_lr, max_steps=cfg.lora_steps, batch_size=cfg.lora_batch,
+                                        grad_accum=cfg.grad_accum, dtype=cfg.dtype, device=cfg.device)
+
+    class _Feature(FeatureCM):
+        def fit(self, q, r, t, y, rng=None):  # type: ignore[no-untyped-def,override]
+            return super().fit(q, r, t, y)
+
+    return lambda variant: _Feature(emb, variant=variant, c=cfg.cm_c, target_names=names)
+
+
+def _fit_predict(make, variant, train, evals, rng):  # type: ignore[no-untyped-def]
+    """Fit a CM of ``variant`` on ``train`` and predict each of ``evals``; None when training has one class."""
     qs, rs, ts, ys, _ = train
     if ys.min() == ys.max():
         return [None for _ in evals]
-    cm = FeatureCM(embedder, variant=variant, c=c, target_names=names).fit(qs, rs, ts, ys)
+    cm = make(variant).fit(qs, rs, ts, ys, rng)
     return [cm.predict(e[0], e[1], e[2]) for e in evals]
+
+
+def _mean_over_targets(per_target: Callable[[int, np.ndarray], float], strata: list[np.ndarray], n_boot: int,
+                       rng: np.random.Generator) -> tuple[float, float, float]:
+    """(point, low, high): the mean over targets of ``per_target(i, items)``, and its paired 95% percentile
+    bootstrap interval (each target's eval items resampled on their own; both arms of a comparison read the
+    same resampled items)."""
+    point = float(np.mean([per_target(i, s) for i, s in enumerate(strata)]))
+
+    def stat(*idx: np.ndarray) -> float:
+        vals = [per_target(i, s[j]) for i, (s, j) in enumerate(zip(strata, idx, strict=True))]
+        return float(np.mean(vals)) if np.all(np.isfinite(vals)) else float("nan")
+
+    lo, hi = _percentile_interval([np.arange(s.size) for s in strata], stat, n_boot, rng)
+    return point, lo, hi
 
 
 @experiment(
@@ -216,22 +288,30 @@ def _fit_predict(embedder, variant, c, train, evals, names):  # type: ignore[no-
     presets={
         "smoke": GCMConfig(n_questions=300, n_entities=100, corpus_arith=200, corpus_fact=300, lm_steps=10,
                            gru_steps=10, mlp_steps=10, n_bootstrap=10, encoder="hashed"),
-        "quick": GCMConfig(n_questions=1600, n_entities=400, corpus_arith=2000, corpus_fact=4000, lm_steps=250,
-                           gru_steps=250,
-                           mlp_steps=300, n_bootstrap=100),
+        "quick": GCMConfig(n_questions=2000, n_entities=500, corpus_arith=2000, corpus_fact=4000, lm_steps=250,
+                           gru_steps=250, mlp_steps=300, n_bootstrap=200),
         "full": GCMConfig(),
+        # controls of the comparative checks at the quick size (the verdict the card reports)
+        "planted": GCMConfig(n_questions=2000, n_entities=500, corpus_arith=2000, corpus_fact=4000, lm_steps=250,
+                             gru_steps=250, mlp_steps=300, n_bootstrap=200, control="planted"),
+        "null": GCMConfig(n_questions=2000, n_entities=500, corpus_arith=2000, corpus_fact=4000, lm_steps=250,
+                          gru_steps=250, mlp_steps=300, n_bootstrap=200, control="null"),
     },
 )
 def gcm(cfg: GCMConfig, rng: np.random.Generator) -> Outcome:
+    from .arms import with_auroc_gain, with_auroc_loss
     from .baselines import RetrievalCM
     from .cms import Embedder, HashedEncoder
     from .pipeline import build_histories
 
     resolve_device(cfg.device)  # a missing device fails here, before any work (the parts take its name)
-    r_hist, r_boot = spawn(rng, 2)
-    hist = build_histories(cfg.n_questions, _target_scale(cfg), r_hist, n_entities=cfg.n_entities)
+    r_hist, r_boot, r_cm, r_ctl = spawn(rng, 4)
+    hist = build_histories(cfg.n_questions, _target_scale(cfg), r_hist, n_entities=cfg.n_entities,
+                           popularity=0.0, regularity=cfg.regularity)
     fams = hist.families
     emb = Embedder(HashedEncoder() if cfg.encoder == "hashed" else None, device=cfg.device)
+    make = _cm_factory(cfg, emb, fams)
+    control = cfg.control
     m: dict[str, float] = {}
     ev = {f: hist.part([f], "eval") for f in fams}
     cal = {f: hist.part([f], "cal") for f in fams}
@@ -240,95 +320,174 @@ def gcm(cfg: GCMConfig, rng: np.random.Generator) -> Outcome:
     pooled_cal = hist.part(list(fams), "cal")
 
     # SCM per target; GCM pooled (Model Alpha, no name); GCM with the model name; leave-one-target-out.
-    gcm_preds = _fit_predict(emb, "answerful", cfg.cm_c, pooled_train,
-                             [ev[f] for f in fams] + [pooled_cal], fams)
-    named_preds = _fit_predict(emb, "with_model_name", cfg.cm_c, pooled_train, [ev[f] for f in fams], fams)
-    retr = RetrievalCM(emb, k=cfg.retrieval_k).fit(*pooled_train[:4])
+    gcm_preds = _fit_predict(make, "answerful", pooled_train, [ev[f] for f in fams] + [pooled_cal], r_cm)
+    named_preds = (_fit_predict(make, "with_model_name", pooled_train, [ev[f] for f in fams], r_cm)
+                   if control == "none" else [None] * len(fams))
+    retr = RetrievalCM(emb, k=cfg.retrieval_k).fit(*pooled_train[:4]) if control == "none" and not cfg.model else None
     fig_rc, ax_rc = new_figure("Risk-coverage per target (eval split)", "coverage", "risk (target error rate)")
-    gcm_all, scm_all, y_all, g_all = [], [], [], []
-    n_aurc_win = 0
-    loto_ok = 0
+    arms: dict[str, dict[str, np.ndarray]] = {k: {} for k in ("scm", "gcm", "loto", "loto_iso", "maxprob",
+                                                               "maxprob_iso", "select")}
+    labels: dict[str, np.ndarray] = {}
+    usable = True
     for i, f in enumerate(fams):
         qs, rs, ts, y, conf = ev[f]
+        labels[f] = y
         m[f"base_rate_{f}"] = float(y.mean())
-        (p_scm,) = _fit_predict(emb, "answerful", cfg.cm_c, tr[f], [ev[f]], fams)
+        m[f"eval_positives_{f}"] = float(y.sum())
+        m[f"eval_negatives_{f}"] = float(y.size - y.sum())
+        (p_scm,) = _fit_predict(make, "answerful", tr[f], [ev[f]], r_cm)
         others = [g for g in fams if g != f]
-        p_loto, p_loto_cal = _fit_predict(emb, "answerful", cfg.cm_c, hist.part(others, "train"),
-                                          [ev[f], cal[f]], fams)
+        # the controls replace the LOTO arm (and its calibrated ECE arm) by construction: not fitted there
+        p_loto, p_loto_cal = (_fit_predict(make, "answerful", hist.part(others, "train"), [ev[f], cal[f]], r_cm)
+                              if control == "none" else (p_scm, p_scm))
         p_gcm, p_named = gcm_preds[i], named_preds[i]
-        p_retr = retr.predict(qs, rs, ts)
-        for name, p in (("scm", p_scm), ("gcm", p_gcm), ("gcm_named", p_named), ("loto", p_loto),
-                        ("maxprob", conf), ("retrieval", p_retr)):
-            m[f"auroc_{name}_{f}"] = float("nan") if p is None else _nan_if_undefined(auroc, p, y)
-        m[f"ece_maxprob_{f}"] = expected_calibration_error(conf, y)
-        m[f"ece_maxprob_iso_{f}"] = float("nan")
-        m[f"ece_loto_iso_{f}"] = float("nan")
         cq, cr, ct, cy, cconf = cal[f]
-        if cy.min() != cy.max():
-            iso_self = fit_calibrator("isotonic", cconf, cy)
-            m[f"ece_maxprob_iso_{f}"] = expected_calibration_error(iso_self.predict(conf), y)
-            if p_loto is not None:
-                iso = fit_calibrator("isotonic", p_loto_cal, cy)
-                m[f"ece_loto_iso_{f}"] = expected_calibration_error(iso.predict(p_loto), y)
-        scm_auc = m[f"auroc_scm_{f}"]
-        ratio = m[f"auroc_loto_{f}"] / scm_auc if scm_auc > 0 else float("nan")
-        m[f"loto_over_scm_{f}"] = ratio
-        loto_ok += int(ratio >= 0.9 and m[f"ece_loto_iso_{f}"] < m[f"ece_maxprob_{f}"])
-        if p_gcm is not None:
-            m[f"aurc_gcm_{f}"] = aurc(p_gcm, y)
-            m[f"aurc_maxprob_{f}"] = aurc(conf, y)
-            m[f"acc_at_50_gcm_{f}"] = accuracy_at_coverage(p_gcm, y, 0.5)
-            m[f"acc_at_50_maxprob_{f}"] = accuracy_at_coverage(conf, y, 0.5)
-            m[f"acc_at_80_gcm_{f}"] = accuracy_at_coverage(p_gcm, y, 0.8)
-            m[f"acc_at_80_maxprob_{f}"] = accuracy_at_coverage(conf, y, 0.8)
-            n_aurc_win += int(m[f"aurc_gcm_{f}"] < m[f"aurc_maxprob_{f}"])
-            rc = risk_coverage(p_gcm, y)
-            line = ax_rc.plot(rc.coverage, rc.risk, label=f"{f} GCM")[0]
-            rc0 = risk_coverage(conf, y)
-            ax_rc.plot(rc0.coverage, rc0.risk, linestyle="--", color=line.get_color(), label=f"{f} max-prob")
-        if p_gcm is not None and p_scm is not None:
-            gcm_all.append(p_gcm)
-            scm_all.append(p_scm)
-            y_all.append(y)
-            g_all.append(np.full(y.size, i))
+        if p_scm is None or p_gcm is None or p_loto is None or y.min() == y.max() or cy.min() == cy.max():
+            usable = False
+            continue
+        iso_self = fit_calibrator("isotonic", cconf, cy)
+        p_maxprob_iso = iso_self.predict(conf)
+        p_loto_iso = (fit_calibrator("isotonic", p_loto_cal, cy).predict(p_loto) if control == "none"
+                      else p_maxprob_iso)
+        m[f"auroc_gcm_measured_{f}"] = auroc(p_gcm, y)
+        p_select = p_gcm
+        if control == "planted":
+            # the GCM: the SCM with the brief's +0.01 AUROC; LOTO: as good as the SCM (ratio 1); the ECE arm:
+            # the target's max-prob made calibrated (isotonic on the 5% split); the selection ranking: the
+            # max-prob with +0.02 AUROC
+            p_gcm = with_auroc_gain(p_scm, y, _PLANTED_GCM_GAIN, r_ctl)
+            p_loto = p_scm
+            p_loto_iso = p_maxprob_iso
+            p_select = with_auroc_gain(conf, y, _PLANTED_SELECTION_GAIN, r_ctl)
+        elif control == "null":
+            # worse than criterion 3's margin, below criterion 4's 0.9 x SCM bar, and the target's own
+            # max-prob as both arms of the ECE and the selection comparisons
+            p_gcm = with_auroc_loss(p_scm, y, _NULL_GCM_LOSS, r_ctl)
+            p_loto = with_auroc_loss(p_scm, y, (1 - _NULL_LOTO_RATIO) * auroc(p_scm, y), r_ctl)
+            p_loto_iso = conf
+            p_select = conf
+        arms["scm"][f], arms["gcm"][f], arms["loto"][f], arms["loto_iso"][f] = p_scm, p_gcm, p_loto, p_loto_iso
+        arms["maxprob"][f], arms["maxprob_iso"][f], arms["select"][f] = conf, p_maxprob_iso, p_select
+        for name, p in (("scm", p_scm), ("gcm", p_gcm), ("gcm_named", p_named), ("loto", p_loto),
+                        ("maxprob", conf), ("select", p_select)):
+            m[f"auroc_{name}_{f}"] = float("nan") if p is None else _nan_if_undefined(auroc, p, y)
+        if retr is not None:
+            m[f"auroc_retrieval_{f}"] = _nan_if_undefined(auroc, retr.predict(qs, rs, ts), y)
+        m[f"ece_maxprob_{f}"] = expected_calibration_error(conf, y)
+        m[f"ece_maxprob_iso_{f}"] = expected_calibration_error(p_maxprob_iso, y)
+        m[f"ece_loto_iso_{f}"] = expected_calibration_error(p_loto_iso, y)
+        m[f"loto_over_scm_{f}"] = m[f"auroc_loto_{f}"] / m[f"auroc_scm_{f}"]
+        m[f"aurc_select_{f}"] = aurc(p_select, y)
+        m[f"aurc_maxprob_{f}"] = aurc(conf, y)
+        m[f"acc_at_50_select_{f}"] = accuracy_at_coverage(p_select, y, 0.5)
+        m[f"acc_at_50_maxprob_{f}"] = accuracy_at_coverage(conf, y, 0.5)
+        m[f"acc_at_80_select_{f}"] = accuracy_at_coverage(p_select, y, 0.8)
+        m[f"acc_at_80_maxprob_{f}"] = accuracy_at_coverage(conf, y, 0.8)
+        rc = risk_coverage(p_select, y)
+        line = ax_rc.plot(rc.coverage, rc.risk, label=f"{f} GCM")[0]
+        rc0 = risk_coverage(conf, y)
+        ax_rc.plot(rc0.coverage, rc0.risk, linestyle="--", color=line.get_color(), label=f"{f} max-prob")
     ax_rc.legend(fontsize=6, ncol=2)
-    diffs = np.array([m[f"auroc_gcm_{f}"] - m[f"auroc_scm_{f}"] for f in fams])
-    m["gcm_minus_scm_min"] = float(np.min(diffs))
-    m["gcm_minus_scm_mean"] = float(np.mean(diffs))
-    m["gcm_minus_scm_ci_low"], m["gcm_minus_scm_ci_high"] = (
-        _bootstrap_diff(np.concatenate(gcm_all), np.concatenate(scm_all), np.concatenate(y_all),
-                        np.concatenate(g_all), cfg.n_bootstrap, r_boot)
-        if len(gcm_all) == len(fams) else (float("nan"), float("nan")))
-    m["loto_min_ratio"] = float(np.min([m[f"loto_over_scm_{f}"] for f in fams]))
-    m["loto_targets_passing"] = float(loto_ok)
-    m["aurc_gcm_wins"] = float(n_aurc_win)
 
-    # Criterion 5: answerful vs answerless, with phrasing and with bare answers (control).
+    # Preconditions: every target answers often enough, with enough of both classes, and its SCM learned.
+    m["min_eval_accuracy"] = float(min(m[f"base_rate_{f}"] for f in fams))
+    m["min_eval_class_count"] = float(min(min(m[f"eval_positives_{f}"], m[f"eval_negatives_{f}"]) for f in fams))
+    m["min_auroc_scm"] = float(min(m.get(f"auroc_scm_{f}", float("nan")) for f in fams)) if usable else float("nan")
+
+    # The comparative statistics: means over targets, with paired bootstrap intervals.
+    nan3 = (float("nan"),) * 3
+    if usable:
+        strata = [np.arange(labels[f].size) for f in fams]
+
+        def diff(a: str, b: str, fn: Callable[[np.ndarray, np.ndarray], float] = auroc, scale_b: float = 1.0
+                 ) -> Callable[[int, np.ndarray], float]:
+            def per(i: int, s: np.ndarray) -> float:
+                f = fams[i]
+                y = labels[f][s]
+                if y.min() == y.max():
+                    return float("nan")
+                return fn(arms[a][f][s], y) - scale_b * fn(arms[b][f][s], y)
+            return per
+
+        def ece(p: np.ndarray, y: np.ndarray) -> float:
+            return expected_calibration_error(p, y)
+
+        def neg_aurc(p: np.ndarray, y: np.ndarray) -> float:
+            return -aurc(p, y)
+
+        r3, r4, r4e, r7 = spawn(r_boot, 4)
+        gs = _mean_over_targets(diff("gcm", "scm"), strata, cfg.n_bootstrap, r3)
+        lt = _mean_over_targets(diff("loto", "scm", scale_b=0.9), strata, cfg.n_bootstrap, r4)
+        le = _mean_over_targets(diff("maxprob", "loto_iso", fn=ece), strata, cfg.n_bootstrap, r4e)
+        sp = _mean_over_targets(diff("select", "maxprob", fn=neg_aurc), strata, cfg.n_bootstrap, r7)
+    else:
+        gs = lt = le = sp = nan3
+    m["gcm_minus_scm_mean"], m["gcm_minus_scm_ci_low"], m["gcm_minus_scm_ci_high"] = gs
+    m["gcm_minus_scm_min"] = (float(min(m[f"auroc_gcm_{f}"] - m[f"auroc_scm_{f}"] for f in fams)) if usable
+                              else float("nan"))
+    m["loto_minus_09scm_mean"], m["loto_minus_09scm_ci_low"], m["loto_minus_09scm_ci_high"] = lt
+    m["loto_min_ratio"] = float(min(m[f"loto_over_scm_{f}"] for f in fams)) if usable else float("nan")
+    m["ece_maxprob_minus_loto_iso_mean"], m["ece_maxprob_minus_loto_iso_ci_low"], _ = le
+    m["aurc_gain_mean"], m["aurc_gain_ci_low"], m["aurc_gain_ci_high"] = sp
+    m["aurc_gcm_wins"] = (float(sum(m[f"aurc_select_{f}"] < m[f"aurc_maxprob_{f}"] for f in fams)) if usable
+                          else float("nan"))
+
+    # Criterion 5: answerful vs answerless, with phrasing and with bare answers (control of the brief).
     gap_inputs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray] | None] = {}
     for tag, phrasing in (("phrased", True), ("bare", False)):
         trp, evp = hist.part(list(fams), "train", phrasing=phrasing), hist.part(list(fams), "eval", phrasing=phrasing)
-        (p_af,) = _fit_predict(emb, "answerful", cfg.cm_c, trp, [evp], fams)
-        (p_al,) = _fit_predict(emb, "answerless", cfg.cm_c, trp, [evp], fams)
-        m[f"auroc_answerful_{tag}"] = float("nan") if p_af is None else _nan_if_undefined(auroc, p_af, evp[3])
-        m[f"auroc_answerless_{tag}"] = float("nan") if p_al is None else _nan_if_undefined(auroc, p_al, evp[3])
-        m[f"gap_{tag}"] = m[f"auroc_answerful_{tag}"] - m[f"auroc_answerless_{tag}"]
+        (p_al,) = _fit_predict(make, "answerless", trp, [evp], r_cm)
+        # the controls replace the answerful arm by construction: not fitted there
+        (p_af,) = _fit_predict(make, "answerful", trp, [evp], r_cm) if control == "none" else (p_al,)
         gap_inputs[tag] = None if p_af is None or p_al is None else (p_af, p_al, np.asarray(evp[3]))
+    if gap_inputs["phrased"] is not None and gap_inputs["bare"] is not None:
+        p_af, p_al, yp = gap_inputs["phrased"]
+        b_af, b_al, yb = gap_inputs["bare"]
+        if control == "planted":
+            # answerful = answerless + 0.10 AUROC; with bare answers the gap shrinks to a quarter of it
+            p_af = with_auroc_gain(p_al, yp, _PLANTED_PHRASING_GAP, r_ctl)
+            b_af = with_auroc_gain(b_al, yb, 0.25 * _PLANTED_PHRASING_GAP, r_ctl)
+        elif control == "null":
+            # the answer carries nothing (answerful = answerless), and removing phrasing changes nothing
+            p_af = p_al
+            b_af, b_al = p_af, p_al
+        gap_inputs = {"phrased": (p_af, p_al, yp), "bare": (b_af, b_al, yb)}
+    for tag, inp in gap_inputs.items():
+        m[f"auroc_answerful_{tag}"] = float("nan") if inp is None else _nan_if_undefined(auroc, inp[0], inp[2])
+        m[f"auroc_answerless_{tag}"] = float("nan") if inp is None else _nan_if_undefined(auroc, inp[1], inp[2])
+        m[f"gap_{tag}"] = m[f"auroc_answerful_{tag}"] - m[f"auroc_answerless_{tag}"]
     m["gap_bare_over_phrased"] = m["gap_bare"] / m["gap_phrased"] if m["gap_phrased"] > 0 else float("nan")
-    # The control is a statement with 95% confidence: the upper end of the bootstrap interval of the ratio
-    # (eval items resampled within each condition). Its point value sits on the brief's 0.5 at our scale
-    # (0.46-0.56 over three seeds), where a point verdict is decided by the seed.
-    m["gap_bare_over_phrased_ci_high"] = _ratio_ci_high(gap_inputs, cfg.n_bootstrap, r_boot)
+    r5a, r5b = spawn(r_boot, 2)
+    if gap_inputs.get("phrased") is not None:
+        p_af, p_al, yp = gap_inputs["phrased"]  # type: ignore[misc]
+
+        def gap(s: np.ndarray) -> float:
+            return float("nan") if yp[s].min() == yp[s].max() else auroc(p_af[s], yp[s]) - auroc(p_al[s], yp[s])
+
+        m["gap_phrased_ci_low"] = _percentile_interval([np.arange(yp.size)], gap, cfg.n_bootstrap, r5a)[0]
+    else:
+        m["gap_phrased_ci_low"] = float("nan")
+    m["gap_bare_over_phrased_ci_high"] = _ratio_ci_high(gap_inputs, cfg.n_bootstrap, r5b)
 
     # Criterion 2: a deliberately over-confident CM (the pooled GCM with its logits scaled), calibrated on
-    # the 5% calibration split, evaluated on the eval split.
+    # the 5% calibration split, evaluated on the eval split. Controls: the labels redrawn as Bernoulli(p) of
+    # the GCM's own scores, so that the unscaled GCM is calibrated by construction; planted = those scores
+    # made over-confident by the same logit scale, null = left calibrated (calibration has nothing to remove).
     figures = {"risk_coverage": fig_rc}
-    if gcm_preds[-1] is not None:
-        ev_all = hist.part(list(fams), "eval")
-        p_eval = _sharpen(np.concatenate(gcm_preds[:-1]), cfg.overconfidence)
-        y_eval = ev_all[3]
-        p_cal = _sharpen(gcm_preds[-1], cfg.overconfidence)
+    for kind in CALIBRATORS:
+        m[f"ece_reduction_{kind}"] = float("nan")
+    if gcm_preds[-1] is not None and all(p is not None for p in gcm_preds[:-1]):
+        p_raw = np.concatenate(gcm_preds[:-1])  # type: ignore[arg-type]
+        y_eval = hist.part(list(fams), "eval")[3]
+        p_cal_raw, y_cal = gcm_preds[-1], pooled_cal[3]
+        scale = cfg.overconfidence
+        if control != "none":
+            y_eval = (r_ctl.random(p_raw.size) < p_raw).astype(np.int64)
+            y_cal = (r_ctl.random(p_cal_raw.size) < p_cal_raw).astype(np.int64)
+            scale = cfg.overconfidence if control == "planted" else 1.0
+        p_eval, p_cal = _sharpen(p_raw, scale), _sharpen(p_cal_raw, scale)
         m["ece_overconfident"] = expected_calibration_error(p_eval, y_eval)
-        m["ece_gcm_raw"] = expected_calibration_error(np.concatenate(gcm_preds[:-1]), y_eval)
+        m["ece_gcm_raw"] = expected_calibration_error(p_raw, y_eval)
         m["brier_overconfident"] = brier_score(p_eval, y_eval)
         fig_rel, ax_rel = new_figure("Reliability of the over-confident CM", "predicted p(yes)", "observed accuracy")
         ax_rel.plot([0, 1], [0, 1], color="grey", linewidth=0.8)
@@ -337,34 +496,48 @@ def gcm(cfg: GCMConfig, rng: np.random.Generator) -> Outcome:
         for kind in CALIBRATORS:
             key = f"ece_{kind}"
             m[key] = float("nan")
-            if pooled_cal[3].min() != pooled_cal[3].max():
-                cal_p = fit_calibrator(kind, p_cal, pooled_cal[3]).predict(p_eval)
+            if y_cal.min() != y_cal.max():
+                cal_p = fit_calibrator(kind, p_cal, y_cal).predict(p_eval)
                 m[key] = expected_calibration_error(cal_p, y_eval)
                 mp, obs, cnt = reliability_bins(cal_p, y_eval, 10)
                 ax_rel.plot(mp[cnt > 0], obs[cnt > 0], marker=".", label=f"after {kind}")
             m[f"ece_reduction_{kind}"] = 1.0 - m[key] / m["ece_overconfident"]
         ax_rel.legend(fontsize=7)
         figures["reliability"] = fig_rel
-    else:
-        for kind in CALIBRATORS:
-            m[f"ece_reduction_{kind}"] = float("nan")
-    n = len(fams)
     checks = [
-        # criterion 3: GCM >= SCM - 0.01 on every target, and >= SCM + 0.01 on average
-        Check("gcm_minus_scm_min", m["gcm_minus_scm_min"], ">= -0.01", paper="GCM matches/exceeds SCMs"),
-        Check("gcm_minus_scm_mean", m["gcm_minus_scm_mean"], ">= 0.01", paper="GCM matches/exceeds SCMs"),
-        # criterion 4, every family held out in turn: AUROC >= 0.9 x SCM and isotonic ECE < max-prob ECE
-        Check("loto_targets_passing", m["loto_targets_passing"], f">= {n}", paper="GCM transfers to held-out targets"),
-        # criterion 7: lower AURC than the target's own max-prob on >= 4 of 5 targets
-        Check("aurc_gcm_wins", m["aurc_gcm_wins"], ">= 4", paper="GCM improves selective prediction"),
-        # criterion 5: answerful - answerless >= 0.05, and the bare-answer gap at most half of it
-        Check("gap_phrased", m["gap_phrased"], ">= 0.05", paper="answerful >> answerless"),
+        # Preconditions (issue 58; bars fixed before the first run): the targets answer often enough for the
+        # labels to carry information, and every SCM learned to predict its target's correctness.
+        Check("min_eval_accuracy", m["min_eval_accuracy"], f">= {_MIN_ACCURACY}", role="precondition"),
+        Check("min_eval_class_count", m["min_eval_class_count"], f">= {_MIN_CLASS_COUNT}", role="precondition"),
+        Check("min_auroc_scm", m["min_auroc_scm"], f">= {_MIN_SCM_AUROC}", role="precondition"),
+        # criterion 3, "GCM matches/exceeds SCMs", as a non-inferiority test: the paired 95% interval of the
+        # mean over targets of AUROC(GCM) - AUROC(SCM) lies above -0.01. Deviation (issue 58): the brief's
+        # per-target minimum >= -0.01 and mean >= +0.01 are point values (reported), which two equal CMs pass
+        # ~14% of the time and a GCM of the brief's effect size passes half the time.
+        Check("gcm_minus_scm_ci_low", m["gcm_minus_scm_ci_low"], ">= -0.01", paper="GCM matches/exceeds SCMs",
+              comparative=True),
+        # criterion 4: the held-out family's LOTO GCM reaches 0.9 x its SCM's AUROC (mean over families held
+        # out in turn, paired 95% interval above 0) ...
+        Check("loto_minus_09scm_ci_low", m["loto_minus_09scm_ci_low"], ">= 0",
+              paper="GCM transfers to held-out targets", comparative=True),
+        # ... and, isotonic-calibrated on the held-out target's 5% split, beats the target's raw max-prob ECE
+        Check("ece_maxprob_minus_loto_iso_ci_low", m["ece_maxprob_minus_loto_iso_ci_low"], "> 0",
+              paper="GCM transfers to held-out targets", comparative=True),
+        # criterion 7: GCM-ranked abstention has a lower AURC than the target's max-prob (mean over targets,
+        # paired 95% interval of AURC(max-prob) - AURC(GCM) above 0); the brief's ">= 4/5 wins" is reported
+        Check("aurc_gain_ci_low", m["aurc_gain_ci_low"], "> 0", paper="GCM improves selective prediction",
+              comparative=True),
+        # criterion 5: answerful - answerless >= 0.05 (95% lower bound), and with bare answers the gap at most
+        # half of it (95% upper bound of the ratio)
+        Check("gap_phrased_ci_low", m["gap_phrased_ci_low"], ">= 0.05", paper="answerful >> answerless",
+              comparative=True),
         Check("gap_bare_over_phrased_ci_high", m["gap_bare_over_phrased_ci_high"], "<= 0.5",
-              paper="answer phrasing is a strong predictor"),
+              paper="answer phrasing is a strong predictor", comparative=True),
     ] + [
-        # criterion 2: isotonic, Platt and spline each remove >= 50% of the over-confident CM's ECE
+        # criterion 2: isotonic, Platt (the official form, on raw p) and spline each remove >= 50% of the
+        # over-confident CM's ECE
         Check(f"ece_reduction_{kind}", m[f"ece_reduction_{kind}"], ">= 0.5",
-              paper="post-hoc calibration gives extremely low ECE")
+              paper="post-hoc calibration gives extremely low ECE", comparative=True)
         for kind in ("isotonic", "platt", "spline")
     ]
     return Outcome(metrics=m, checks=checks, figures=figures)
@@ -375,6 +548,8 @@ def gcm(cfg: GCMConfig, rng: np.random.Generator) -> Outcome:
 class SelfCrossConfig:
     n_questions: int = param(2400, 200, 40_000, help="world questions")
     n_entities: int = param(4000, 50, 20_000, help="entities of the fact KB")
+    regularity: float = param(0.8, 0.0, 1.0, help="share of facts whose value follows a rule of the entity's name "
+                              "(0: every fact arbitrary, the world before issue 58)")
     corpus_arith: int = param(3000, 10, 100_000, help="arithmetic problems in each LM's corpus")
     corpus_fact: int = param(6000, 10, 200_000, help="fact statements in each LM's corpus")
     lm_steps: int = param(600, 1, 20_000, help="pre-training steps of the target LM and the unrelated LM")
@@ -411,7 +586,8 @@ def self_vs_cross(cfg: SelfCrossConfig, rng: np.random.Generator) -> Outcome:
     r_hist, r_cross, r_self, r_xcm, r_boot = spawn(rng, 5)
     scale = TargetScale(corpus_arith=cfg.corpus_arith, corpus_fact=cfg.corpus_fact, lm_steps=cfg.lm_steps,
                         device=cfg.device)
-    hist = build_histories(cfg.n_questions, scale, r_hist, n_entities=cfg.n_entities, families=("tinylm",))
+    hist = build_histories(cfg.n_questions, scale, r_hist, n_entities=cfg.n_entities, families=("tinylm",),
+                           regularity=cfg.regularity)
     target = hist.answers["tinylm"].backend
     unrelated = train_unrelated_lm(hist.world, scale, r_cross)
     qs, rs, _, y, _ = hist.part(["tinylm"], "train")
@@ -437,9 +613,21 @@ def self_vs_cross(cfg: SelfCrossConfig, rng: np.random.Generator) -> Outcome:
     else:
         m["self_minus_cross"] = m["self_minus_cross_ci_low"] = m["self_minus_cross_ci_high"] = float("nan")
     m["abs_self_minus_cross"] = abs(m["self_minus_cross"])
+    m["eval_positives"] = float(ey.sum())
+    m["eval_negatives"] = float(ey.size - ey.sum())
+    m["min_auroc_cm"] = min(m.get("auroc_self", float("nan")), m.get("auroc_cross", float("nan")))
     checks = [
+        # Preconditions (issue 58; bars fixed before the run, as in gcm): the target answers >= 10% of the
+        # eval questions with >= 50 of each class, and both CMs learned (AUROC >= 0.6), so that "no better"
+        # is not the statement that two CMs which learned nothing tie
+        Check("eval_accuracy", m["base_rate_eval"], f">= {_MIN_ACCURACY}", role="precondition"),
+        Check("eval_class_count", min(m["eval_positives"], m["eval_negatives"]), f">= {_MIN_CLASS_COUNT}",
+              role="precondition"),
+        Check("min_auroc_cm", m["min_auroc_cm"], f">= {_MIN_SCM_AUROC}", role="precondition"),
         # The paper's RQ1 answer: self-prediction is no better. Stated as: the 95% interval of
-        # AUROC(self) - AUROC(cross) reaches down to 0 or below (self not significantly better).
+        # AUROC(self) - AUROC(cross) reaches down to 0 or below (self not significantly better). Not a
+        # comparative check in the sense of the controls: it states the absence of an effect, which a null
+        # (two equal CMs) passes by design; its counterpart is the interval's width, reported.
         Check("self_minus_cross_ci_low", m["self_minus_cross_ci_low"], "<= 0",
               paper="self no better than cross (Qwen vs Llama)"),
     ]

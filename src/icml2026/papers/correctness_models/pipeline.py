@@ -64,10 +64,12 @@ class Histories:
 
 
 def build_histories(n_questions: int, scale: TargetScale, rng: np.random.Generator, *,
-                    n_entities: int = 400, families: tuple[str, ...] = FAMILIES) -> Histories:
+                    n_entities: int = 400, families: tuple[str, ...] = FAMILIES,
+                    popularity: float = 0.0, regularity: float = 0.0) -> Histories:
     """Generate the world, train and run each target family, phrase its answers and split by question."""
     r_world, r_split, r_phrase, *r_targets = spawn(rng, 3 + len(families))
-    world = make_world(n_questions, r_world, n_entities=n_entities)
+    world = make_world(n_questions, r_world, n_entities=n_entities, popularity=popularity,
+                       regularity=regularity)
     split = split_by_question(len(world.questions), r_split)
     answers: dict[str, TargetAnswers] = {}
     for fam, r in track(list(zip(families, r_targets, strict=True)), "training targets"):
