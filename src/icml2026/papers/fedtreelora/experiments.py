@@ -57,6 +57,9 @@ class FedConfig:
     K: int = param(2, 1, 6, help="cut window width (ours: 2)")
     tau: float = param(0.25, 0.0, 1.0, lo_open=True, hi_open=True, help="phi(1) (ours: 0.25)")
     eval_every: int = param(5, 1, 60, help="evaluate every this many rounds (and after the last)")
+    all_depths: int = param(
+        1, 0, 1, help="coupling: FedPer-LoRA at every depth k = 0..L (1) or only k = 0 and k = L (0, quick)"
+    )
     model: str = param(
         "",
         help="a local Hugging Face folder (AutoModel: BERT, RoBERTa, Llama-class) used as "
@@ -205,11 +208,12 @@ def _run_methods(
     methods: dict[str, Callable[[], Strategy]],
     what: str,
     backbone: Backbone | None = None,
-    repeat: Sequence[str] = (),
+    repeat: Sequence[str] | Callable[[dict[str, FederatedRun]], Sequence[str]] = (),
 ) -> tuple[list[dict[str, FederatedRun]], list[np.ndarray]]:
     """Every method on the same clients, initial adapters and batch streams per sub-seed (paired); the
     methods named in ``repeat`` also run once more on another simulation seed (key ``"<name>'"``): an
-    independent run of the same method, which the controls use as the second arm."""
+    independent run of the same method, which the controls use as the second arm (``repeat`` may be a function
+    of the sub-seed's runs that names them)."""
     backbone = backbone or _backbone(cfg, rng)
     runs: list[dict[str, FederatedRun]] = []
     labels: list[np.ndarray] = []
@@ -219,20 +223,24 @@ def _run_methods(
         clients, streams = _make_clients(cfg, tasks, r_data)
         clients = _for_backbone(clients, backbone)
         sim_seed, other_seed = (int(v) for v in r_sim.integers(0, 2**63 - 1, 2))
-        jobs = [(name, make, sim_seed) for name, make in methods.items()]
-        jobs += [(f"{name}'", methods[name], other_seed) for name in repeat]
-        out = {}
-        for name, make, seed in track(jobs, f"{what}: methods", total=len(jobs)):
-            # same seed for every method: identical initial adapters and batch stream (paired)
-            out[name] = simulate(
-                make(),
-                clients,
-                cfg.rounds,
-                np.random.default_rng(seed),
-                backbone=backbone,
-                train=cfg.train(),
-                streams=streams,
-            )
+        out: dict[str, FederatedRun] = {}
+        for phase in (0, 1):  # the methods, then the repeats (which may depend on the methods' runs)
+            if phase == 0:
+                jobs = [(name, make, sim_seed) for name, make in methods.items()]
+            else:
+                again = repeat(out) if callable(repeat) else repeat
+                jobs = [(f"{name}'", methods[name], other_seed) for name in again]
+            for name, make, seed in track(jobs, f"{what}: methods", total=len(jobs)):
+                # same seed for every method: identical initial adapters and batch stream (paired)
+                out[name] = simulate(
+                    make(),
+                    clients,
+                    cfg.rounds,
+                    np.random.default_rng(seed),
+                    backbone=backbone,
+                    train=cfg.train(),
+                    streams=streams,
+                )
         runs.append(out)
         labels.append(np.array([TASKS.index(t) for t in tasks]))
     return runs, labels
@@ -522,10 +530,10 @@ def headline(cfg: FedConfig, rng: np.random.Generator) -> Outcome:
     "best fixed cut (c = 1, 4, 8 in every layer); the cluster-only variant (no external expert) is reported.",
     presets={
         "smoke": FedConfig(**_SMOKE),
-        "quick": FedConfig(**_QUICK),
+        "quick": FedConfig(**{**_QUICK, "n_per_task": 2}),
         "full": FedConfig(),
-        "planted": FedConfig(**{**_QUICK, "control": "planted"}),
-        "null": FedConfig(**{**_QUICK, "control": "null"}),
+        "planted": FedConfig(**{**_QUICK, "n_per_task": 2, "control": "planted"}),
+        "null": FedConfig(**{**_QUICK, "n_per_task": 2, "control": "null"}),
     },
 )
 def ablation(cfg: FedConfig, rng: np.random.Generator) -> Outcome:
@@ -541,10 +549,19 @@ def ablation(cfg: FedConfig, rng: np.random.Generator) -> Outcome:
             K=cfg.K, tau=cfg.tau, warmup_rounds=cfg.warmup, fixed_c=c
         )
     methods["independent"] = lambda: FedTreeLoRA(K=cfg.K, tau=cfg.tau, warmup_rounds=cfg.warmup, independent=True)
-    methods["cluster-only"] = lambda: FedTreeLoRA(K=cfg.K, tau=cfg.tau, warmup_rounds=cfg.warmup, use_external=False)
+    if cfg.control == "none":  # reported, in no comparative check: the controls skip it
+        methods["cluster-only"] = lambda: FedTreeLoRA(
+            K=cfg.K, tau=cfg.tau, warmup_rounds=cfg.warmup, use_external=False
+        )
     r_bb, r_runs, r_probe = spawn(rng, 3)
     backbone = _backbone(cfg, r_bb)
-    repeat = ("independent", *[f"fixed c={c}" for c in fixed]) if cfg.control != "none" else ()
+
+    def _best_fixed(r: dict[str, FederatedRun]) -> str:
+        return max((f"fixed c={c}" for c in fixed), key=lambda m: (r[m].mean_acc, -int(m.split("=")[1])))
+
+    def repeat(r: dict[str, FederatedRun]) -> Sequence[str]:
+        return ("independent", _best_fixed(r)) if cfg.control != "none" else ()
+
     runs, _ = _run_methods(cfg, r_runs, tasks, methods, "ablation", backbone, repeat=repeat)
     metrics: dict[str, float] = {}
     checks = _precondition_metrics(metrics, cfg, backbone, tasks, r_probe)
@@ -558,12 +575,16 @@ def ablation(cfg: FedConfig, rng: np.random.Generator) -> Outcome:
     )
     best_fixed = max(fixed, key=lambda c: metrics[f"acc_fixed c={c}"])
     metrics["best_fixed_c"] = float(best_fixed)
-    ref = f"fixed c={best_fixed}"
     ni = {"planted": PAPER_GAIN_OVER_FIXED, "null": -NULL_BELOW_MARGIN, "none": 0.0}[cfg.control]
+    # the best fixed cut over the sub-seeds' mean; a control's reference is each sub-seed's best (its repeat)
+    refs = [_best_fixed(r) if cfg.control != "none" else f"fixed c={best_fixed}" for r in runs]
     _put(
-        metrics, "tree_minus_best_fixed", [100 * (_control_acc(cfg, r, TREE, ref, ni) - r[ref].mean_acc) for r in runs]
+        metrics,
+        "tree_minus_best_fixed",
+        [100 * (_control_acc(cfg, r, TREE, ref, ni) - r[ref].mean_acc) for r, ref in zip(runs, refs, strict=True)],
     )
-    _put(metrics, "tree_minus_cluster_only", [100 * (r[TREE].mean_acc - r["cluster-only"].mean_acc) for r in runs])
+    if "cluster-only" in methods:
+        _put(metrics, "tree_minus_cluster_only", [100 * (r[TREE].mean_acc - r["cluster-only"].mean_acc) for r in runs])
     indep_nested = [
         all(is_refinement(f, c) for c, f in zip(p, p[1:], strict=False))
         for p in (r["independent"].structure.partitions for r in runs)
@@ -611,10 +632,10 @@ PLANTED_COUPLING = 3.0
     "FedPer-LoRA sharing depth k is no deeper (m = 4 tasks vs m = 1 task).",
     presets={
         "smoke": FedConfig(**{**_SMOKE, "n_per_task": 1}),
-        "quick": FedConfig(**{**_QUICK, "n_per_task": 2, "n_seeds": 1}),
+        "quick": FedConfig(**{**_QUICK, "n_per_task": 2, "n_seeds": 1, "all_depths": 0}),
         "full": FedConfig(n_per_task=2),
-        "planted": FedConfig(**{**_QUICK, "n_per_task": 2, "n_seeds": 1, "control": "planted"}),
-        "null": FedConfig(**{**_QUICK, "n_per_task": 2, "n_seeds": 1, "control": "null"}),
+        "planted": FedConfig(**{**_QUICK, "n_per_task": 2, "n_seeds": 1, "all_depths": 0, "control": "planted"}),
+        "null": FedConfig(**{**_QUICK, "n_per_task": 2, "n_seeds": 1, "all_depths": 0, "control": "null"}),
     },
 )
 def coupling(cfg: FedConfig, rng: np.random.Generator) -> Outcome:
@@ -630,15 +651,16 @@ def coupling(cfg: FedConfig, rng: np.random.Generator) -> Outcome:
     # controls: both arms are federations of one task (no coupling); planted lowers the 4-task arm's gain by
     # PLANTED_COUPLING points by construction, null leaves it
     m_tasks = {1: 1, 4: 1 if cfg.control != "none" else 4}
+    depths = list(range(cfg.n_layers + 1)) if cfg.all_depths else [0, cfg.n_layers]
     for m, r in zip((1, 4), r_m, strict=True):
         tasks = [TASKS[i * m_tasks[m] // n] for i in range(n)]
         methods: dict[str, Callable[[], Strategy]] = {
             f"k={k}": lambda k=k: FedPerLoRA(k)  # type: ignore[misc]
-            for k in range(cfg.n_layers + 1)
+            for k in depths
         }
         sub = dataclasses.replace(cfg, control="none")
         runs, _ = _run_methods(sub, r, tasks, methods, f"coupling m={m}", backbone)
-        accs = {k: float(np.mean([100 * run[f"k={k}"].mean_acc for run in runs])) for k in range(cfg.n_layers + 1)}
+        accs = {k: float(np.mean([100 * run[f"k={k}"].mean_acc for run in runs])) for k in depths}
         shift = PLANTED_COUPLING if (m == 4 and cfg.control == "planted") else 0.0
         # gain of sharing every layer (k = L) over sharing none (k = 0), per sub-seed
         gains[m] = [100 * (run[f"k={cfg.n_layers}"].mean_acc - run["k=0"].mean_acc) - shift for run in runs]
@@ -669,8 +691,8 @@ def coupling(cfg: FedConfig, rng: np.random.Generator) -> Outcome:
     fig, ax = new_figure("FedPer-LoRA(k): accuracy vs shared depth", "shared shallow layers k", "accuracy (%)")
     for m in (1, 4):
         ax.plot(
-            range(cfg.n_layers + 1),
-            [metrics[f"m{m}_acc_k{k}"] for k in range(cfg.n_layers + 1)],
+            depths,
+            [metrics[f"m{m}_acc_k{k}"] for k in depths],
             marker="o",
             label=f"m = {m} tasks",
         )
