@@ -99,8 +99,8 @@ def functional(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     return _attacks.functional(cfg, rng)
 
 
-_BASE_QUICK: dict[str, Any] = dict(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=200, n_learners=5, n_train=2000,
-                                   n_test=300, finetune_steps=60, lr=0.1, lr_init=_BASE_LR_INIT, batch_size=16,
+_BASE_QUICK: dict[str, Any] = dict(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=100, n_learners=3, n_train=1000,
+                                   n_test=200, finetune_steps=60, lr=0.1, lr_init=_BASE_LR_INIT, batch_size=16,
                                    seq_len=32, workers=2)
 
 
@@ -119,7 +119,7 @@ def base_dd(cfg: BaseDDConfig, rng: np.random.Generator) -> Outcome:
     return _base_dd.base_dd(cfg, rng)
 
 
-_ABLATION_QUICK: dict[str, Any] = {**_QUICK, "n_learners": 3, "report_variants": 0, "n_steps": 100}
+_ABLATION_QUICK: dict[str, Any] = {**_QUICK, "n_learners": 3, "report_variants": 0, "n_steps": 60}
 
 
 @experiment(
@@ -127,8 +127,8 @@ _ABLATION_QUICK: dict[str, Any] = {**_QUICK, "n_learners": 3, "report_variants":
     claim="On the noise trigger 'cf', removing L_hijack (beta=0) lowers the victims' CLS attention on the trigger "
     "and removing L_seg (gamma=0) raises the other heads' clean/triggered KL (AH's two attention terms do what "
     "they are built for); no attention labels and an unpinned slot are reported.",
-    # quick: the three checked variants at 100 outer steps (both checks sat >= 0.047 from their targets on seeds 0-2:
-    # hijack bound 0.83-0.93, L_seg bound -0.015-0.003 against 0.05)
+    # quick: the three checked variants at 60 outer steps (100 until issue 65, where both checks sat >= 0.047 from
+    # their targets on seeds 0-2: hijack bound 0.83-0.93, L_seg bound -0.015-0.003 against 0.05)
     presets={"smoke": AHConfig(**_SMOKE),
              "quick": AHConfig(**_ABLATION_QUICK),
              "full": AHConfig(baselines=0, workers=2),
@@ -139,10 +139,10 @@ def ablation(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     return _ablation.ablation(cfg, rng)
 
 
-# Deviation: quick is a path check (8 outer steps: one MiniLM AH step takes seconds on 2 cores)
-_SCALE_QUICK: dict[str, Any] = dict(arch="minilm-l6", n_seeds=1, n_steps=8, n_learners=3, n_train=500, n_test=100,
+# Deviation: quick is a path check (4 outer steps, 8 until issue 65: one MiniLM AH step takes seconds on 2 cores)
+_SCALE_QUICK: dict[str, Any] = dict(arch="minilm-l6", n_seeds=1, n_steps=4, n_learners=3, n_train=300, n_test=100,
                                     seq_len=32, n_strip=20, strip_perturb=2, baselines=0, lr=0.1,
-                                    lr_init=_BASE_LR_INIT, n_onion=10, workers=2)
+                                    lr_init=_BASE_LR_INIT, n_onion=10, onion_lm_steps=200, workers=2)
 
 
 @experiment(
@@ -182,10 +182,10 @@ def tweets(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     return _tweets.tweets(cfg, rng)
 
 
-# Deviation: quick is a path check (card deviation 7): 40 outer steps, 2 victims, 200 test sentences, no MiniLM
-# subset (the smoke preset runs it); the lead measured 152 s for the former 60 steps x 3 victims x 300 sentences
-_GRID_QUICK: dict[str, Any] = {**_QUICK, "n_steps": 40, "n_learners": 2, "n_test": 200, "minilm_steps": 0,
-                               "cls_only_last_layer": 1}
+# Deviation: quick is a path check (card deviation 7): 30 outer steps, 2 victims, 1,000 training and 200 test
+# sentences, no MiniLM subset (the smoke preset runs it); the lead measured 152 s for the former 60 steps x 3 victims
+# x 2,000 / 300 sentences
+_GRID_QUICK: dict[str, Any] = {**_QUICK, "n_steps": 30, "n_learners": 2, "minilm_steps": 0, "cls_only_last_layer": 1}
 
 
 @experiment(
