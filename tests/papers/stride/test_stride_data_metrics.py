@@ -140,3 +140,25 @@ def test_novelty_check_fails_when_a_seed_has_no_success():
     assert np.isnan(_all_seeds_mean(seeds, "k"))
     assert not Check("novelty", _all_seeds_mean(seeds, "k"), ">= 0.8").passed
     assert _all_seeds_mean([{"k": 0.9}, {"k": 0.7}], "k") == pytest.approx(0.8)
+
+
+@pytest.mark.slow  # ~20 s: two molecule tasks (RDKit descriptors)
+def test_ground_truth_edits_score_above_copying_only_with_the_reward_filter():
+    """Issue 57: labelled with every instruction they satisfy strictly (the brief), the ground-truth edits
+    score about as much as copying the source (0) under the reward; keeping the targets the reward accepts
+    puts them clearly above it (the molecule precondition, margin 0.25)."""
+    from icml2026.papers.stride import molecule_reward
+    from icml2026.papers.stride.experiments import GT_MARGIN
+
+    def gt_minus_copy(min_reward):
+        t = make_molecule_task(np.random.default_rng(0), n_train=300, n_test=60, n_scaffolds=1,
+                               min_reward=min_reward)
+        gt = [molecule_reward(s, t.targets[(s, i)][0], i) for s, i in t.test_prompts]
+        copy = [molecule_reward(s, s, i) for s, i in t.test_prompts]
+        return float(np.mean(gt) - np.mean(copy)), t
+
+    brief, t0 = gt_minus_copy(None)
+    kept, t1 = gt_minus_copy(0.5)
+    assert brief < GT_MARGIN <= kept
+    assert t0.n_dropped == 0 < t1.n_dropped
+    assert all(molecule_reward(e.src, e.tgt, e.instruction) >= 0.5 for e in t1.train[:50])

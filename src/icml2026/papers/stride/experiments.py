@@ -353,6 +353,11 @@ def _all_seeds_mean(per_seed: list[dict[str, Any]], key: str) -> float:
     return float(vals.mean()) if np.all(np.isfinite(vals)) else float("nan")
 
 
+_PROT_QUICK = dict(n_seeds=1, length=16, n_train_sources=40, n_test_sources=8, targets_per_source=10,
+                   n_eval_train_sources=4, n_samples=16, sft_steps=100, sft_batch=32, sft_lr=1e-3, rl_steps=10,
+                   rl_prompts=8, group_size=8, rl_lr=3e-4)
+
+
 @experiment(
     "stride.protein_stress_test",
     claim="On the protein full-action stress test (synthetic epistatic oracle, N samples per source), "
@@ -362,16 +367,10 @@ def _all_seeds_mean(per_seed: list[dict[str, Any]], key: str) -> float:
         "smoke": ProteinConfig(n_seeds=1, length=12, n_train_sources=8, n_test_sources=2, targets_per_source=4,
                                n_eval_train_sources=2, n_samples=8, sft_steps=10, sft_batch=16, rl_steps=2,
                                rl_prompts=2, group_size=4),
-        "quick": ProteinConfig(n_seeds=1, length=16, n_train_sources=40, n_test_sources=8, targets_per_source=10,
-                               n_eval_train_sources=8, n_samples=32, sft_steps=150, sft_batch=32, sft_lr=1e-3,
-                               rl_steps=20, rl_prompts=8, group_size=8, rl_lr=3e-4),
+        "quick": ProteinConfig(**_PROT_QUICK),  # type: ignore[arg-type]
         # controls of the two comparative checks, at the quick size (the card's verdicts are quick's)
-        "planted": ProteinConfig(n_seeds=1, length=16, n_train_sources=40, n_test_sources=8, targets_per_source=10,
-                                 n_eval_train_sources=8, n_samples=32, sft_steps=150, sft_batch=32, sft_lr=1e-3,
-                                 control="planted"),
-        "null": ProteinConfig(n_seeds=1, length=16, n_train_sources=40, n_test_sources=8, targets_per_source=10,
-                              n_eval_train_sources=8, n_samples=32, sft_steps=150, sft_batch=32, sft_lr=1e-3,
-                              control="null"),
+        "planted": ProteinConfig(**{**_PROT_QUICK, "control": "planted"}),  # type: ignore[arg-type]
+        "null": ProteinConfig(**{**_PROT_QUICK, "control": "null"}),  # type: ignore[arg-type]
         "full": ProteinConfig(length=24, workers=2),
     },
 )
@@ -612,8 +611,8 @@ def _molecule_seed(cfg: MoleculeConfig, rng: np.random.Generator, device: torch.
     return out
 
 
-_MOL_QUICK = dict(n_seeds=1, n_scaffolds=2, n_train=1000, n_test=150, n_eval_samples=4, sft_steps=150,
-                  sft_batch=32, sft_lr=1e-3, rl_steps=10, rl_prompts=8, group_size=8, rl_lr=3e-4)
+_MOL_QUICK = dict(n_seeds=1, n_scaffolds=2, n_train=600, n_test=100, n_eval_samples=2, sft_steps=100,
+                  sft_batch=32, sft_lr=1e-3, rl_steps=6, rl_prompts=8, group_size=8, rl_lr=3e-4)
 
 
 @experiment(

@@ -167,3 +167,31 @@ def pretrain_edit_lm(cfg: PretrainConfig, rng: np.random.Generator, *, out: str 
             model.train()
     model.eval()
     return model, codec, history
+
+
+if __name__ == "__main__":  # python -m icml2026.papers.stride.pretrain --steps 2500 --out DIR [--init DIR]
+    import argparse
+    import json
+    import sys
+    import time
+
+    ap = argparse.ArgumentParser(description="Stage 0: pretrain the tiny edit-language model on generic edits "
+                                 "and save it (model + word-level tokenizer) with save_pretrained.")
+    ap.add_argument("--steps", type=int, default=PretrainConfig.n_steps)
+    ap.add_argument("--out", required=True, help="folder to save into (after every evaluation)")
+    ap.add_argument("--init", default=None, help="continue from a folder saved by this command")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--eval-every", type=int, default=250)
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    if args.steps < 1 or args.eval_every < 1 or args.threads < 1:
+        ap.error("--steps, --eval-every and --threads must be >= 1")
+    torch.set_num_threads(args.threads)
+    t0 = time.perf_counter()
+
+    def _log(rec: dict[str, float]) -> None:
+        sys.stdout.write(json.dumps({**rec, "wall_s": round(time.perf_counter() - t0, 1)}) + "\n")
+        sys.stdout.flush()
+
+    pretrain_edit_lm(PretrainConfig(n_steps=args.steps), np.random.default_rng(args.seed), out=args.out,
+                     eval_every=args.eval_every, log=_log, init=args.init)
