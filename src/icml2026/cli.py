@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import errno
+import math
 import os
 import sys
 import traceback
@@ -56,6 +57,10 @@ def _threads(raw: str) -> int:
     if str(raw).strip().lower() == "auto":
         return available_cores()
     return _parse_int(raw, "--threads", 1, _max_threads())
+
+
+#: A sweep that plans more runs than this asks for --yes (a typo in --grid or --seeds can plan millions).
+SWEEP_RUNS_WITHOUT_YES = 10_000
 
 
 def _max_threads() -> int:
@@ -118,6 +123,8 @@ def _build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--threads", default="1", help="torch and BLAS threads per run (default: 1)")
     sw.add_argument("--deterministic", action=argparse.BooleanOptionalAction, default=None,
                     help="torch's deterministic kernels (default: on, off when the experiment's device is CUDA)")
+    sw.add_argument("--yes", action="store_true",
+                    help=f"run a plan of more than {SWEEP_RUNS_WITHOUT_YES} runs (refused without it)")
     sw.add_argument("--cpus-per-run", default="1", help="CPUs Ray reserves for each run (default: 1)")
     sw.add_argument("--gpus-per-run", default="0",
                     help="GPUs Ray reserves for each run, fractions allowed (default: 0); Ray makes them visible")
@@ -388,7 +395,13 @@ def _plan(args: argparse.Namespace) -> tuple[list[tuple[Any, Any, dict[str, Any]
         changes = parse_overrides(type(base), args.overrides, e.name)
         if args.device is not None:
             changes = {**changes, **_device_override(base, args.device, e.name)}
-        plan.append((e, build_config(base, changes, e.name), changes))
+        cfg = build_config(base, changes, e.name)
+        device = getattr(cfg, "device", "cpu")
+        if isinstance(device, str) and device != "cpu":
+            from .core.device import resolve_device
+
+            resolve_device(device)  # a device this machine lacks is exit 3 before anything is written
+        plan.append((e, cfg, changes))
     return plan, broken
 
 
@@ -468,6 +481,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     gpus_per_run = _parse_float(args.gpus_per_run, "--gpus-per-run", 0.0, 64.0)
     if gpus_per_run and args.executor != "ray":
         raise BadInput("--gpus-per-run needs --executor ray (the process pool does not schedule GPUs)")
+    if args.address and args.executor == "ray":
+        sweep.check_address(args.address)  # an unreachable head: one line within seconds, before anything runs
     exps = _resolve(args.names)
     grid_raw: dict[str, list[str]] = {}
     for item in args.grid:
@@ -478,6 +493,13 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         if not any(parts):
             raise BadInput(f"--grid {key}: give at least one value")
         grid_raw[key.strip()] = [v for v in parts if v]
+    n_combos = math.prod(len(v) for v in grid_raw.values())
+    n_planned = len(exps) * n_combos * len(seeds)
+    print(f"sweep: {n_planned} runs planned ({len(exps)} experiment(s) x {n_combos} combination(s) x "
+          f"{len(seeds)} seed(s))", flush=True)
+    if n_planned > SWEEP_RUNS_WITHOUT_YES and not args.yes:
+        raise BadInput(f"the sweep plans {n_planned} runs (more than {SWEEP_RUNS_WITHOUT_YES}); check --grid and "
+                       "--seeds, or add --yes to run them all")
     combos_raw = sweep.expand_grid(grid_raw)
     tasks = []
     for e in exps:
@@ -607,6 +629,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if not args.runs.is_dir():
         raise BadInput(f"no run folder {str(args.runs)!r}; run experiments first ('icml2026 run ...')")
     try:
+        site = None
+        if args.html:  # first: a site that cannot be written leaves the whole report as it was
+            from .core.html_report import write_site
+            from .core.report import _check_places
+
+            _check_places(args.runs, args.out)
+            site, _ = write_site(args.runs, args.out / "html")
         index = write_index(args.runs, args.out)
     except ReportError as exc:
         raise BadInput(str(exc)) from None
@@ -615,10 +644,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
             raise
         raise BadInput(f"cannot write the report to {str(args.out)!r}: {exc.strerror or exc}") from None
     print(f"wrote {index}")
-    if args.html:
-        from .core.html_report import write_site
-
-        site, _ = write_site(args.runs, args.out / "html")
+    if site is not None:
         print(f"wrote {site}")
     return EXIT_OK
 

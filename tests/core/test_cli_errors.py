@@ -193,7 +193,9 @@ def test_device_option(toy_registry: dict, tmp_path: Path, capsys: pytest.Captur
         return Outcome(metrics={"shape": float(x.shape[0])}, checks=[Check("n", float(x.shape[0]), "== 2")])
 
     registry.experiment("toy.device", claim="c", presets={"quick": DeviceConfig(), "full": DeviceConfig()})(on_device)
-    assert main(["run", "toy.device", "--device", "meta", "--out", str(tmp_path)]) == 0  # shapes only
+    # the meta device carries shapes only: refused as a name, nothing written
+    assert main(["run", "toy.device", "--device", "meta", "--out", str(tmp_path / "m")]) == 2
+    assert "must be cpu, cuda" in capsys.readouterr().err and not (tmp_path / "m").exists()
     assert main(["run", "toy.passes", "--device", "cuda", "--out", str(tmp_path)]) == 2
     assert "has no device option" in capsys.readouterr().err
     assert main(["run", "toy.device", "--device", "gpu9", "--out", str(tmp_path)]) == 2

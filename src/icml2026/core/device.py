@@ -17,14 +17,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["DEVICE_RE", "check_device_name", "check_workers", "resolve_device"]
 
-#: cpu, cuda, cuda:<index>, mps or meta (meta: shapes only, for tests that need no numbers).
-DEVICE_RE = re.compile(r"^(cpu|cuda(:\d{1,2})?|mps|meta)$")
+#: cpu, cuda, cuda:<index> or mps (the meta device is refused: it carries shapes, not numbers).
+DEVICE_RE = re.compile(r"^(cpu|cuda(:\d{1,2})?|mps)$")
 
 
 def check_device_name(name: str) -> str:
     """``name`` if it is a device name torch understands here, else ValueError naming the valid ones."""
     if not isinstance(name, str) or not DEVICE_RE.match(name):
-        raise ValueError(f"device = {name!r}: must be cpu, cuda, cuda:<n>, mps or meta")
+        # the meta device carries shapes only: no experiment can compute a number there
+        raise ValueError(f"device = {name!r}: must be cpu, cuda, cuda:<n> or mps")
     return name
 
 

@@ -33,7 +33,6 @@ from .report import (
     RunRecord,
     Skipped,
     _fmt,
-    _is_real_dir,
     _is_regular_file,
     check_summaries,
     collect_runs,
@@ -389,16 +388,11 @@ def write_site(runs: Path, out: Path) -> tuple[Path, list[Skipped]]:
         mask = os.umask(0)
         os.umask(mask)
         os.chmod(tmp, 0o777 & ~mask)
-        old = None
-        if os.path.lexists(out):
-            if not _is_real_dir(out):
-                os.unlink(out)  # a planted link: remove the link, never its target
-            else:
-                old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-                os.rename(out, old / "x")
-        os.rename(tmp, out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        from .atomic import replace_dir
+
+        if os.path.islink(out):
+            os.unlink(out)  # a planted link: remove the link, never its target
+        replace_dir(tmp, out)  # a crash or a refusal at any moment leaves the old or the new site
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -58,6 +58,8 @@ __all__ = [
     "is_before_roles",
     "CONTROL_PRESETS",
     "BEFORE_ROLES_NOTE",
+    "RESERVED_NAMES",
+    "terminal_safe",
 ]
 
 _FIGURE_RE = __import__("re").compile(r"^[A-Za-z0-9_.-]+\.png$")
@@ -317,6 +319,11 @@ def _validate(res: Any, exp: str, preset: str, seed: int, h: str | None) -> list
     figs = res.get("figures", [])
     if not isinstance(figs, list) or not all(isinstance(f, str) for f in figs):
         raise ValueError("field 'figures' is not a list of file names")
+    if len(set(figs)) != len(figs):
+        raise ValueError("field 'figures' names a file twice")
+    versions = res.get("versions", {})
+    if versions is not None and not isinstance(versions, dict):
+        raise ValueError("field 'versions' is not an object")
     tables = res.get("tables", {}) or {}
     if not isinstance(tables, dict) or not all(
         isinstance(rows, list) and all(isinstance(r, dict) for r in rows) for rows in tables.values()
@@ -333,10 +340,26 @@ def _is_real_dir(p: Path) -> bool:
 
 
 def _is_regular_file(p: Path) -> bool:
+    """A regular file reached by no link: neither a symbolic link nor a hard link (whose other name may lie
+    outside the runs folder: reading it would copy an outside file into the report)."""
     try:
-        return stat.S_ISREG(os.lstat(p).st_mode)
+        st = os.lstat(p)
     except OSError:
         return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink == 1
+
+
+def terminal_safe(text: Any) -> str:
+    """``text`` with control characters (terminal escapes, newlines) written as ``\\xNN`` escapes."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(text))
+
+
+#: Names the report writes at the top of ``--out``: a run folder by one of these names is refused, so that it
+#: can never replace the report's own files.
+RESERVED_NAMES = frozenset({"index.md", "index.html", "html", "sweeps"})
+#: Errors a crafted results.json or sweep file can raise while it is read, checked or rendered: each skips that
+#: file only (huge integers overflow, deep nesting recurses, a wrong type breaks an attribute access).
+_BAD_DATA_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, OverflowError, RecursionError)
 
 
 def collect_runs(runs: Path) -> tuple[list[RunRecord], list[Skipped]]:
@@ -351,6 +374,9 @@ def collect_runs(runs: Path) -> tuple[list[RunRecord], list[Skipped]]:
             continue  # "<slug>.cache": a paper's data cache under the runs folder (not experiments, not runs)
         if not NAME_RE.match(exp_dir.name):
             skipped.append(Skipped(exp_dir, "not an experiment folder (<slug>.<experiment>)"))
+            continue
+        if exp_dir.name in RESERVED_NAMES:
+            skipped.append(Skipped(exp_dir, "its name is one of the report's own files"))
             continue
         if not _is_real_dir(exp_dir):
             skipped.append(Skipped(exp_dir, "not a plain folder (symbolic links are not followed)"))
@@ -369,19 +395,25 @@ def collect_runs(runs: Path) -> tuple[list[RunRecord], list[Skipped]]:
                 continue
             f = run_dir / "results.json"
             if not _is_regular_file(f):
-                skipped.append(Skipped(run_dir, "no results.json (or it is not a regular file)"))
+                skipped.append(Skipped(run_dir, "no results.json (or it is not a regular file: links, hard links "
+                                                "included, are not followed)"))
                 continue
             try:
                 res = json.loads(f.read_text(encoding="utf-8"))
                 notes = _validate(res, exp_dir.name, m["preset"], int(m["seed"]), m["hash"])
+                render_run_report(res)  # what the copy will render: a run that cannot be rendered is skipped now
+                json.dumps(res)
             except (OSError, UnicodeDecodeError) as exc:
                 skipped.append(Skipped(run_dir, f"results.json cannot be read: {exc}"))
                 continue
             except json.JSONDecodeError as exc:
                 skipped.append(Skipped(run_dir, f"results.json is not valid JSON ({exc.msg} at line {exc.lineno})"))
                 continue
-            except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                skipped.append(Skipped(run_dir, f"results.json is malformed: {exc}"))
+            except RecursionError:
+                skipped.append(Skipped(run_dir, "results.json is malformed: nested too deeply"))
+                continue
+            except _BAD_DATA_ERRORS as exc:
+                skipped.append(Skipped(run_dir, f"results.json is malformed: {str(exc)[:200]}"))
                 continue
             records.append(RunRecord(run_dir, exp_dir.name, m["preset"], int(m["seed"]), m["hash"], res, notes))
     return records, skipped
@@ -430,17 +462,13 @@ def _copy_run(rec: RunRecord, dest: Path, skipped: list[Skipped]) -> None:
 
 
 def _swap_in(tmp: Path, dest: Path) -> None:
-    """Put the folder ``tmp`` at ``dest``, replacing a folder (or unlinking a symlink) that is there."""
-    old = None
-    if os.path.lexists(dest):
-        if not _is_real_dir(dest):
-            os.unlink(dest)  # a planted link or file: remove the link itself, never its target
-        else:
-            old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
-            os.rename(dest, old / "x")
-    os.rename(tmp, dest)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    """Put the folder ``tmp`` at ``dest``, replacing a folder (or unlinking a symlink) that is there; a crash at
+    any moment leaves the old or the new folder at ``dest``."""
+    from .atomic import replace_dir
+
+    if os.path.islink(dest):
+        os.unlink(dest)  # a planted link: remove the link itself, never its target
+    replace_dir(tmp, dest)
 
 
 GroupKey = tuple[str, int, str, str]  # experiment, preset rank, preset, overrides hash ("" for none)
@@ -562,20 +590,31 @@ def write_index(runs: Path, reports: Path, *, log: Any = None) -> Path:
     records, skipped = collect_runs(runs)
     by_exp: dict[str, list[RunRecord]] = {}
     for r in records:
+        dest = reports / r.experiment
+        if os.path.lexists(dest) and not _is_real_dir(dest) and not os.path.islink(dest):
+            skipped.append(Skipped(r.folder, f"{dest.name} in --out is a file, not a folder the report wrote; "
+                                             "it is left as it is"))
+            continue
         by_exp.setdefault(r.experiment, []).append(r)
-    for exp, recs in sorted(by_exp.items()):
-        tmp = Path(tempfile.mkdtemp(prefix=f".{exp}.tmp-", dir=reports))
-        try:
+    records = [r for recs in by_exp.values() for r in recs]
+    sweeps = _sweeps_section(runs, skipped)  # read before anything is written: a bad sweep file is only skipped
+    # every experiment's new folder is complete before any old one is replaced
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for exp, recs in sorted(by_exp.items()):
+            tmp = Path(tempfile.mkdtemp(prefix=f".{exp}.tmp-", dir=reports))
+            staged.append((tmp, reports / exp))
             os.chmod(tmp, 0o777 & ~_umask())
             for r in recs:
                 _copy_run(r, tmp / r.folder.name, skipped)
             for key, group in group_runs(recs).items():
                 if len(group) > 1:
                     (tmp / aggregate_page(key)).write_text(_aggregate_md(group), encoding="utf-8")
-            _swap_in(tmp, reports / exp)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        for tmp, dest in staged:
+            _swap_in(tmp, dest)
+    finally:
+        for tmp, _ in staged:
+            shutil.rmtree(tmp, ignore_errors=True)  # those not swapped in (after a failure)
     lines = [
         "# icml2026 reproduction report",
         "",
@@ -618,21 +657,22 @@ def write_index(runs: Path, reports: Path, *, log: Any = None) -> Path:
               f"reproduced, {n_by[UNDECIDED]} undecided.", ""]
     if n_old:
         lines += [f"† {n_old} row(s) {BEFORE_ROLES_NOTE}", ""]
-    lines += _sweeps_section(runs, skipped)
+    lines += sweeps
     notes = [(r.folder, n) for r in records for n in r.notes]
     if notes:
         lines += ["## Stored verdicts that disagreed with their values", ""]
         lines += [f"- `{md(p.relative_to(runs))}`: {md(n)}" for p, n in notes] + [""]
     if skipped:
         lines += ["## Skipped", ""]
-        lines += [f"- `{md(_rel(s.path, runs))}`: {md(s.reason)}" for s in skipped] + [""]
+        lines += [f"- `{md(terminal_safe(_rel(s.path, runs)))}`: {md(terminal_safe(s.reason))}" for s in skipped]
+        lines += [""]
     index = reports / "index.md"
     _write_text_atomic(index, "\n".join(lines))
     out = log if log is not None else sys.stderr
     for s in skipped:
-        print(f"icml2026 report: skipped {s.path}: {s.reason}", file=out)
+        print(f"icml2026 report: skipped {terminal_safe(s.path)}: {terminal_safe(s.reason)}", file=out)
     for folder, note in notes:
-        print(f"icml2026 report: {folder}: {note}", file=out)
+        print(f"icml2026 report: {terminal_safe(folder)}: {terminal_safe(note)}", file=out)
     return index
 
 
@@ -644,8 +684,9 @@ def _sweeps_section(runs: Path, skipped: list[Skipped]) -> list[str]:
     rows = []
     for f in sorted(folder.glob("*.json")):
         if not _is_regular_file(f):
-            skipped.append(Skipped(f, "not a regular file (links are not followed)"))
+            skipped.append(Skipped(f, "not a regular file (links, hard links included, are not followed)"))
             continue
+        these: list[str] = []  # this file's rows, kept only when the whole file reads
         try:
             data = json.loads(f.read_text(encoding="utf-8"))
             for g in data["groups"]:
@@ -654,10 +695,13 @@ def _sweeps_section(runs: Path, skipped: list[Skipped]) -> list[str]:
                                      for k, v in g["checks"].items())
                 over = ", ".join(f"{md(k)}={_fmt(v)}" for k, v in g["overrides"].items()) or "-"
                 verdicts = ", ".join(f"{int(n)} {md(v)}" for v, n in (g.get("verdicts") or {}).items() if n) or "-"
-                rows.append(f"| {md(f.stem)} | {md(g['experiment'])} | {md(data['preset'])} | {over} | "
-                            f"{int(g['n_ok'])}/{int(g['n_runs'])} | {verdicts} | {checks or '-'} |")
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            skipped.append(Skipped(f, f"sweep file is malformed: {exc}"))
+                these.append(f"| {md(f.stem)} | {md(g['experiment'])} | {md(data['preset'])} | {over} | "
+                             f"{int(g['n_ok'])}/{int(g['n_runs'])} | {verdicts} | {checks or '-'} |")
+            rows += these
+        except RecursionError:
+            skipped.append(Skipped(f, "sweep file is malformed: nested too deeply"))
+        except (OSError, *_BAD_DATA_ERRORS) as exc:
+            skipped.append(Skipped(f, f"sweep file is malformed: {str(exc)[:200]}"))
     if not rows:
         return []
     return ["## Sweeps", "", "Written by `icml2026 sweep`: each check's pass count over seeds, its mean and bootstrap "

@@ -327,7 +327,12 @@ def _mkdirs(path: Path) -> None:
 def _folder_lock(final: Path) -> Iterator[None]:
     """An exclusive lock on ``<parent>/.<folder>.lock`` held while the run folder is replaced."""
     lock_path = final.with_name(f".{final.name}.lock")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:  # never through a planted link: it would create its target wherever it points
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, f"the lock file {lock_path} is a symbolic link; remove it") from None
+        raise
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -348,6 +353,11 @@ def _pid_alive(pid: int) -> bool:
 
 def _clean_stale(final: Path) -> None:
     """Remove ``.<folder>.tmp-<pid>-*`` / ``.<folder>.old-<pid>-*`` left by processes that no longer run."""
+    from .atomic import restore_interrupted
+
+    # a process that died between moving the old run aside and putting the new one in place: the old run
+    # goes back (we hold the folder's lock, so no live process is in that moment)
+    restore_interrupted(final)
     pattern = re.compile(rf"^\.{re.escape(final.name)}\.(?:tmp|old)-(\d+)-")
     for entry in final.parent.iterdir():
         m = pattern.match(entry.name)
@@ -356,21 +366,10 @@ def _clean_stale(final: Path) -> None:
 
 
 def _replace_dir(tmp: Path, final: Path) -> None:
-    """Put ``tmp`` at ``final``; an old ``final`` is moved aside first and deleted only afterwards."""
-    old: Path | None = None
-    if final.is_symlink():
-        raise OSError(errno.EEXIST, f"{final} is a symbolic link; refusing to replace it")
-    if final.exists():
-        old = final.with_name(f".{final.name}.old-{os.getpid()}-{time.monotonic_ns()}")
-        os.rename(final, old)
-    try:
-        os.rename(tmp, final)
-    except BaseException:
-        if old is not None:
-            os.rename(old, final)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    """Put ``tmp`` at ``final`` so that a crash at any moment leaves the old or the new run there."""
+    from .atomic import replace_dir
+
+    replace_dir(tmp, final)
 
 
 def _results_dict(

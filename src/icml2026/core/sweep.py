@@ -13,6 +13,7 @@ same seeds, so they give identical results.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import itertools
 import json
@@ -27,7 +28,8 @@ from typing import Any
 from .aggregate import summarize
 from .progress import track
 
-__all__ = ["SweepTask", "expand_grid", "plan_tasks", "is_done", "run_task", "collect_shipped", "execute",
+__all__ = ["SweepTask", "expand_grid", "plan_tasks", "is_done", "why_not_done", "check_address",
+           "die_with_parent", "run_task", "collect_shipped", "execute",
            "aggregate", "write_sweep", "sweep_id", "map_in_processes", "run_in_processes"]
 
 
@@ -66,15 +68,39 @@ def plan_tasks(names: list[str], preset: str, seeds: list[int], combos: list[dic
             for n in names for c in combos for s in seeds]
 
 
-def is_done(task: SweepTask) -> bool:
-    """True when the task's run folder holds a readable results.json of this very run."""
-    f = task.folder() / "results.json"
+def why_not_done(task: SweepTask) -> str | None:
+    """``None`` when the task's run folder holds a valid results.json of this very run, else the reason.
+
+    The folder is read as the report reads it (:func:`icml2026.core.report.collect_runs`): a plain folder, a
+    results.json that is a plain file (no link) of the right shape for this experiment, preset, seed and
+    overrides. A folder that is missing gives ``"missing"``.
+    """
+    from .report import _BAD_DATA_ERRORS, _is_real_dir, _is_regular_file, _validate
+    from .runner import overrides_hash
+
+    folder = task.folder()
+    if not os.path.lexists(folder):
+        return "missing"
+    if not _is_real_dir(folder):
+        return "not a plain folder (symbolic links are not followed)"
+    f = folder / "results.json"
+    if not _is_regular_file(f):
+        return "no results.json (or it is not a regular file)"
     try:
-        res = json.loads(f.read_text())
-    except (OSError, ValueError):
-        return False
-    return (isinstance(res, dict) and res.get("experiment") == task.name and res.get("seed") == task.seed
-            and res.get("preset") == task.preset and "metrics" in res)
+        res = json.loads(f.read_text(encoding="utf-8"))
+        h = overrides_hash(task.overrides_dict)
+        _validate(res, task.name, task.preset, task.seed, h)
+        _read_done_from(task, res)
+    except RecursionError:
+        return "results.json is malformed: nested too deeply"
+    except (OSError, UnicodeDecodeError, *_BAD_DATA_ERRORS) as exc:
+        return f"results.json is malformed: {str(exc)[:200]}"
+    return None
+
+
+def is_done(task: SweepTask) -> bool:
+    """True when the task's run folder holds a valid results.json of this very run (:func:`why_not_done`)."""
+    return why_not_done(task) is None
 
 
 def run_task(task: SweepTask, ship: bool = False) -> dict[str, Any]:
@@ -127,9 +153,12 @@ def collect_shipped(task: SweepTask, result: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read_done(task: SweepTask) -> dict[str, Any]:
+    return _read_done_from(task, json.loads((task.folder() / "results.json").read_text(encoding="utf-8")))
+
+
+def _read_done_from(task: SweepTask, res: dict[str, Any]) -> dict[str, Any]:
     from .report import _num, _passes, _role, run_verdict
 
-    res = json.loads((task.folder() / "results.json").read_text())
     return {"name": task.name, "seed": task.seed, "overrides": task.overrides_dict, "status": "ok",
             "path": str(task.folder()), "resumed": True,
             "metrics": {k: _num(v) for k, v in res["metrics"].items()},
@@ -138,10 +167,42 @@ def _read_done(task: SweepTask) -> dict[str, Any]:
                        for c in res["checks"]]}
 
 
+def die_with_parent() -> None:
+    """Make this process end when the process that started it dies, even by ``kill -9`` (Linux
+    ``PR_SET_PDEATHSIG``; elsewhere a thread that watches the parent's pid)."""
+    import signal
+
+    parent = os.getppid()
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        if libc.prctl(1, signal.SIGKILL) == 0:  # 1 = PR_SET_PDEATHSIG
+            if os.getppid() != parent:  # the parent died before the request took effect
+                os._exit(1)
+            return
+    except (OSError, AttributeError):
+        pass
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="icml2026-parent-watch").start()
+
+
 def _init_worker(n_threads: int) -> None:
+    die_with_parent()
     import torch
 
     torch.set_num_threads(n_threads)
+
+
+def _init_run_worker() -> None:
+    die_with_parent()
 
 
 def map_in_processes(calls: list[tuple[Callable[..., Any], tuple[Any, ...]]], workers: int,
@@ -185,7 +246,7 @@ def _local(tasks: list[SweepTask], workers: int) -> Iterator[tuple[int, dict[str
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     ctx = multiprocessing.get_context("spawn")  # no state inherited from this process: as on a cluster node
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_run_worker) as pool:
         futures = {pool.submit(run_task, t): i for i, t in enumerate(tasks)}
         for fut in as_completed(futures):
             yield futures[fut], fut.result()
@@ -203,6 +264,7 @@ def _ray(tasks: list[SweepTask], workers: int, address: str | None, cpus_per_run
     if started_here:
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
         if address:
+            check_address(address)
             ray.init(address=address, **kwargs)
         else:
             ray.init(num_cpus=workers, **kwargs)
@@ -221,6 +283,34 @@ def _ray(tasks: list[SweepTask], workers: int, address: str | None, cpus_per_run
             ray.shutdown()
 
 
+#: Seconds to reach a Ray head given by ``--address`` before the sweep gives up.
+CONNECT_TIMEOUT_S = 10.0
+
+
+def check_address(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Refuse, within ``timeout`` seconds and in one line, a Ray address that cannot be reached.
+
+    ``auto`` / ``local`` are Ray's own words for a head on this machine (Ray checks them itself); any other
+    address is ``[ray://]host:port``, tried with one TCP connection (Ray itself retries for minutes).
+    """
+    import socket
+
+    from .errors import BadInput
+
+    if address in ("auto", "local"):
+        return
+    hostport = address.removeprefix("ray://")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise BadInput(f"--address {address!r}: expected [ray://]host:port, auto or local")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise BadInput(f"--address {address!r}: no Ray head answers there within {timeout:g} s "
+                       f"({exc.strerror or exc})") from None
+
+
 def execute(tasks: list[SweepTask], *, executor: str = "ray", workers: int = 2, address: str | None = None,
             on_result: Callable[[dict[str, Any]], None] | None = None, cpus_per_run: float = 1.0,
             gpus_per_run: float = 0.0) -> list[dict[str, Any]]:
@@ -236,9 +326,15 @@ def execute(tasks: list[SweepTask], *, executor: str = "ray", workers: int = 2, 
     results: list[dict[str, Any] | None] = [None] * len(tasks)
     todo = []
     for i, t in enumerate(tasks):
-        if is_done(t):
+        why = why_not_done(t)
+        if why is None:
             results[i] = _read_done(t)
         else:
+            if why != "missing":  # a bad folder is named and its run made again (the new run replaces it)
+                from .report import terminal_safe
+
+                print(f"icml2026 sweep: rerunning {terminal_safe(t.folder())}: {terminal_safe(why)}",
+                      file=sys.stderr, flush=True)
             todo.append(i)
     if todo:
         sub = [tasks[i] for i in todo]
@@ -293,6 +389,9 @@ def write_sweep(out: Path, ident: str, spec: dict[str, Any], groups: list[dict[s
     from .runner import to_jsonable
 
     folder = Path(out) / "sweeps"
+    if os.path.islink(folder) or (os.path.lexists(folder) and not folder.is_dir()):
+        raise OSError(errno.EEXIST, f"{folder} is not a plain folder (a link or a file); the sweep's aggregate "
+                                    "is not written through it")
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{ident}.json"
     fd, tmp = tempfile.mkstemp(prefix=f".{ident}.", suffix=".tmp", dir=folder)
