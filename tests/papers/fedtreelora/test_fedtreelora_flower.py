@@ -11,13 +11,14 @@ pytest.importorskip("ray")
 
 # Ray's start-up dominates; under load (a clean clone's suite beside 3-4 CPU-bound jobs on 2 cores) the run took
 # over 300 s twice, so the limit only catches a hang
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_flower_smoke_four_clients_two_rounds(tiny) -> None:  # type: ignore[no-untyped-def]
     from icml2026.papers.fedtreelora import FedTreeLoRA, TrainConfig, payload_floats
     from icml2026.papers.fedtreelora.flower import run_flower
 
     backbone, clients = tiny
-    four = [clients[0], clients[1], clients[2], clients[4]]  # polarity, polarity, pair, contain
+    four = [clients[0], clients[1], clients[2], clients[4]]  # polarity, polarity, register, domain
     tc = TrainConfig(local_steps=2, batch_size=4)
     run = run_flower(FedTreeLoRA(warmup_rounds=1), four, 2, np.random.default_rng(0), backbone=backbone, train=tc)
     assert sorted(run.acc) == [1, 2] and np.all(np.isfinite(run.acc[2]))

@@ -63,8 +63,8 @@ class Client:
     x_test: np.ndarray
     y_test: np.ndarray
     task: str
-    mask_train: np.ndarray = field(default=None)  # type: ignore[assignment]
-    mask_test: np.ndarray = field(default=None)  # type: ignore[assignment]
+    mask_train: np.ndarray = field(default=None)  # type: ignore[assignment,arg-type]
+    mask_test: np.ndarray = field(default=None)  # type: ignore[assignment,arg-type]
 
     def __post_init__(self) -> None:
         if self.mask_train is None:
