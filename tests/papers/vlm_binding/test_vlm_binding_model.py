@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from icml2026.core.errors import BadInput
 from icml2026.papers.vlm_binding import (
     BindingLM,
     CellEncoder,
@@ -206,5 +207,11 @@ def test_save_and_from_pretrained_round_trip(tmp_path) -> None:  # noqa: ANN001
     t = text_batch([sample_task(5, rng, V) for _ in range(3)])
     with torch.no_grad():
         assert torch.equal(m(b)[0], m2(b)[0]) and torch.equal(m(t)[0], m2(t)[0])
-    with pytest.raises(ValueError, match="path"):
+    with pytest.raises(BadInput, match="path"):
         BindingLM.from_pretrained(tmp_path / "missing")
+    import shutil
+
+    shutil.rmtree(tmp_path / "lm")
+    (tmp_path / "lm").mkdir()  # an lm folder without a model: the core loader's one line names it
+    with pytest.raises(BadInput, match="path = .*lm"):
+        BindingLM.from_pretrained(tmp_path)

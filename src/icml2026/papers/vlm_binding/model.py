@@ -359,14 +359,22 @@ class BindingLM(nn.Module):
 
     @classmethod
     def from_pretrained(cls, path: str | Path) -> BindingLM:
-        """Load a model written by :meth:`save_pretrained` from a local folder (nothing is downloaded)."""
-        from transformers import GPT2LMHeadModel
+        """Load a model written by :meth:`save_pretrained` from a local folder (nothing is downloaded).
+
+        The language model is read by the core loader (:func:`icml2026.core.loaders.load_causal_lm`, eager
+        attention so that the patching hooks see every attention map); ``extras.pt`` holds the vocabulary, the
+        cell encoder and the projector.
+        """
+        from ...core.errors import BadInput
+        from ...core.loaders import load_causal_lm
 
         path = Path(path)
         if not (path / "lm").is_dir() or not (path / "extras.pt").is_file():
-            raise ValueError(f"path = {str(path)!r}: not a folder written by BindingLM.save_pretrained")
+            raise BadInput(f"path = {str(path)!r}: not a folder written by BindingLM.save_pretrained "
+                           "(lm/ and extras.pt)")
         extras = torch.load(path / "extras.pt", weights_only=True)
-        lm = GPT2LMHeadModel.from_pretrained(path / "lm", local_files_only=True, attn_implementation="eager")
+        lm = load_causal_lm(path / "lm", key="path", load_tokenizer=False,
+                            model_kwargs={"attn_implementation": "eager"}).model
         enc = None
         if extras["encoder"] is not None:
             enc = CellEncoder(extras["encoder"]["feature_dim"], extras["encoder"]["width"])
