@@ -38,3 +38,6 @@ def test_shifted_flips_exactly_the_planted_number_of_maps() -> None:
     # with the same outcomes on both arms the control difference is the shift itself
     assert _control_difference(x, x, 0.1, rng) == pytest.approx(0.1)
     assert _control_difference(x, x, -0.2, rng) == pytest.approx(-0.2)
+    # an arm with too few successes to remove: the reference arm gains the effect instead (the null stays false)
+    few = np.array([True] * 2 + [False] * 98)
+    assert _control_difference(few, few, -0.1, rng) == pytest.approx(-0.1)

@@ -502,10 +502,17 @@ def _control_difference(first: np.ndarray, fresh: np.ndarray, shift: float, rng:
     """The difference a control run checks: the first arm re-evaluated on a fresh stream, shifted by construction
     (``shift``: the paper's effect, planted, or the claim made false, null), minus the first arm itself.
 
-    Both arms are one method, so what remains besides the shift is the evaluation noise of that method.
+    Both arms are one method, so what remains besides the shift is the evaluation noise of that method. A
+    negative shift removes successes from the fresh arm; when it holds fewer than round(|shift| n) of them (an
+    arm that solves almost none of the deep maps), the reference arm gains that many instead, so that the null
+    is false by the same distance.
+    # Deviation: controls built from one arm evaluated twice (card, deviation 10), not from two trained methods.
     """
     if len(first) == 0:
         return float("nan")
+    k = int(round(abs(shift) * len(first)))
+    if shift < 0 and int(fresh.sum()) < k:
+        return float(fresh.mean() - _shifted(first, -shift, rng).mean())
     return float(_shifted(fresh, shift, rng).mean() - first.mean())
 
 

@@ -136,6 +136,8 @@ class Policy(nn.Module):
 
         The task token is the mean embedding of :data:`TASK_PROMPT`, each action that of its word (``up``,
         ``down``, ``left``, ``right``, ``stop``), so the action trace enters as text the LM already reads.
+        # Deviation: one task token (a prompt's mean embedding) and a 5-way linear head, not a tokenised prompt
+        # and generated text: the cached-text / workspace layout of Alg. 1 stays that of the built policy.
         """
         if tokenizer is None or not callable(tokenizer):
             raise ValueError("model: a backbone policy needs the model's tokenizer (a folder with tokenizer files)")
