@@ -475,11 +475,10 @@ class MoleculeConfig:
     eps_high: float = param(4e-4, 0, 1, lo_open=True, help="paper: 4e-4")
     temperature: float = param(0.7, 0.05, 5.0, help="paper: 0.7 (rollouts and evaluation)")
     top_p: float = param(0.9, 0.01, 1.0, lo_open=True, help="paper: 0.9")
-    control: Control = param("none", help="controls of the comparative checks: 'planted' = the GSPO arm is "
-                             "STRIDE-SFT with invalid outputs swapped for ground-truth edits (expected validity "
-                             "gain 0.159, the paper's); 'null' = the GSPO arm is STRIDE-SFT itself (no Stage "
-                             "II, other draws) with half its valid non-drifting outputs swapped for drifting "
-                             "edits (worse than the shift check's margin)")
+    control: Control = param("none", help="controls of the comparative checks, both arms built by construction "
+                             "at the evaluation's sample size (no model): 'planted' = the paper's STRIDE-SFT and "
+                             "STRIDE-GSPO rates; 'null' = both arms at the paper's GSPO rates, the second's shift "
+                             "rate raised by the paper's effect (0.228)")
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
     workers: int = param(1, 1, 64, help="processes training the seeds side by side (CPU only; same results)")
 
@@ -495,38 +494,59 @@ class MoleculeConfig:
             raise ValueError(f"grad_accum = {self.grad_accum}: must be <= sft_batch ({self.sft_batch})")
 
 
-#: The paper's validity gain of STRIDE-GSPO over STRIDE-SFT (0.909 - 0.750); the planted control's effect.
-PAPER_VALID_GAIN = 0.159
-#: Fraction of the null arm's valid, non-drifting outputs swapped for drifting edits.
-NULL_DRIFT_FRACTION = 0.5
 #: The ground truth must beat copying the source by this much under the reward (half the smallest positive
 #: reward a valid, similar, non-drifting strict edit earns, 0.5).
 GT_MARGIN = 0.25
 
 
-def _molecule_swap(prompts: list[tuple[str, int]], outs: list[str | None], task: Any, control: str,
-                   rng: np.random.Generator) -> list[str | None]:
-    """The planted or null arm made from STRIDE-SFT's outputs (see ``MoleculeConfig.control``)."""
-    new = list(outs)
-    if control == "planted":
-        valid = [o is not None and score_molecule_edit(s, o, i).valid for (s, i), o in zip(prompts, outs, strict=True)]
-        n_bad = len(valid) - sum(valid)
-        q = min(1.0, PAPER_VALID_GAIN * len(valid) / n_bad) if n_bad else 0.0
-        for k, ((s, i), ok) in enumerate(zip(prompts, valid, strict=True)):
-            gt = task.targets.get((s, i), [])
-            if not ok and gt and rng.random() < q:
-                new[k] = gt[int(rng.integers(len(gt)))]
-        return new
-    for k, ((s, i), o) in enumerate(zip(prompts, outs, strict=True)):
-        if o is None:
-            continue
-        sc = score_molecule_edit(s, o, i)
-        if not sc.valid or sc.shifted or rng.random() >= NULL_DRIFT_FRACTION:
-            continue
-        drift = [t for t in task.neighbours.get(s, []) if (d := score_molecule_edit(s, t, i)).shifted and d.r_prop < 1]
-        if drift:
-            new[k] = drift[int(rng.integers(len(drift)))]
-    return new
+#: The paper's DrugAssist rates (valid, strict, shift rate over valid outputs): STRIDE-SFT and STRIDE-GSPO.
+PAPER_SFT_RATES, PAPER_GSPO_RATES = (0.750, 0.579, 0.983), (0.909, 0.676, 0.755)
+
+
+def _type_probs(valid: float, strict: float, shift: float) -> np.ndarray:
+    """P(invalid, clean strict edit, strict but drifting edit, drifting non-strict edit) for an arm with these
+    rates (shift over valid outputs)."""
+    shifted = shift * valid
+    clean = valid - shifted
+    strict_drift = max(strict - clean, 0.0)
+    probs = np.array([1 - valid, clean, strict_drift, max(shifted - strict_drift, 0.0)])
+    return probs / probs.sum()
+
+
+def _control_arms(task: Any, prompts: list[tuple[str, int]], n: int, control: str, rng: np.random.Generator
+                  ) -> tuple[list[tuple[str, int]], list[str | None], list[str | None]]:
+    """The two arms of a control, built by construction at the evaluation's sample size ``n`` (outputs drawn from
+    the ground truth and the sources' one-slot neighbours, at fixed rates), over the held-out prompts that have
+    each kind of output. planted: STRIDE-SFT at the paper's SFT rates, GSPO at its GSPO rates (the paper's
+    effect). null: both at the paper's GSPO rates (one method), the GSPO arm's shift rate raised by the paper's
+    effect (0.228: worse than the shift check's margin, a non-inferiority null)."""
+    kinds: list[tuple[tuple[str, int], list[str], list[str], list[str]]] = []
+    for s, i in prompts:
+        sd: list[str] = []
+        dr: list[str] = []
+        for t in task.neighbours.get(s, []):
+            sc = score_molecule_edit(s, t, i)
+            if sc.shifted:
+                (sd if sc.r_prop == 1.0 else dr).append(t)
+        gt = task.targets.get((s, i), [])
+        if gt and sd and dr:
+            kinds.append(((s, i), gt, sd, dr))
+    if not kinds:
+        raise ValueError("n_test: no held-out prompt has a clean, a strict-drifting and a drifting edit; raise n_test")
+    v, st, sh = PAPER_GSPO_RATES
+    rates = ((PAPER_SFT_RATES, PAPER_GSPO_RATES) if control == "planted"
+             else (PAPER_GSPO_RATES, (v, st, min(1.0, sh + (PAPER_SFT_RATES[2] - sh)))))
+    rep = [kinds[k % len(kinds)] for k in range(n)]
+    arms: list[list[str | None]] = []
+    for r in rates:
+        probs = _type_probs(*r)
+        arm: list[str | None] = []
+        for _, gt, sd, dr in rep:
+            kind = int(rng.choice(4, p=probs))
+            pool = (None, gt, sd, dr)[kind]
+            arm.append(None if pool is None else pool[int(rng.integers(len(pool)))])
+        arms.append(arm)
+    return [k[0] for k in rep], arms[0], arms[1]
 
 
 def _molecule_seed(cfg: MoleculeConfig, rng: np.random.Generator, device: torch.device,
@@ -534,6 +554,25 @@ def _molecule_seed(cfg: MoleculeConfig, rng: np.random.Generator, device: torch.
     r_data, r_sft, r_rl, r_eval, r_ctl = spawn(rng, 5)
     task = make_molecule_task(r_data, n_train=cfg.n_train, n_test=cfg.n_test, n_scaffolds=cfg.n_scaffolds,
                               max_edit_distance=cfg.max_edit_distance, min_reward=cfg.min_target_reward)
+    gt = [molecule_reward(s, task.targets[(s, i)][0], i) for s, i in task.test_prompts]
+    copy_r = [molecule_reward(s, s, i) for s, i in task.test_prompts]
+    out: dict[str, Any] = {"data.gt_reward": float(np.mean(gt)), "data.copy_reward": float(np.mean(copy_r))}
+    out["data.gt_minus_copy_reward"] = out["data.gt_reward"] - out["data.copy_reward"]
+    out["data.n_molecules"] = task.n_molecules
+    out["data.n_pairs"] = task.n_pairs
+    out["data.n_dropped_labels"] = task.n_dropped
+    if cfg.control != "none":  # controls: both arms by construction, no model (see _control_arms)
+        rep, a_sft, a_rl = _control_arms(task, task.test_prompts, cfg.n_test * cfg.n_eval_samples, cfg.control, r_ctl)
+        for name, outs in (("stride_sft", a_sft), ("stride_rl", a_rl)):
+            mm = molecule_metrics(rep, outs)
+            for key in ("valid", "strict", "loose", "similarity", "shift_rate", "unique"):
+                out[f"{name}.{key}"] = getattr(mm, key)
+        for key in ("stage1.test.tf_exact", "stage1.test.consistent", "sft.loss_first10pct", "sft.loss_last10pct",
+                    "rl.reward_first10pct", "rl.reward_last10pct"):
+            out[key] = float("nan")  # no model in a control run
+        out["_curve"] = np.zeros(1)
+        out["_timings"] = {}
+        return out
     vocab = shared_vocab()
     pairs = [(tokenize_smiles(e.src), tokenize_smiles(e.tgt), e.instruction) for e in task.train]
     longest = max(max(len(p[0]) for p in pairs), max(len(tokenize_smiles(s)) for s, _ in task.test_prompts))
@@ -557,27 +596,18 @@ def _molecule_seed(cfg: MoleculeConfig, rng: np.random.Generator, device: torch.
                                  lambda s, o: molecule_reward("".join(s), "".join(o), ins))
 
     t0 = time.perf_counter()
-    hist = None
-    rl_model = sft_model  # the controls' GSPO arm is STRIDE-SFT itself
-    if cfg.control == "none":
-        rl_model, sft_model = _stage2_start(sft_model, cfg)
-        rcfg = RLConfig(algo=cfg.rl_algo, n_steps=cfg.rl_steps, n_prompts=cfg.rl_prompts, group_size=cfg.group_size,
-                        lr=cfg.rl_lr, eps=0.2, eps_low=cfg.eps_low, eps_high=cfg.eps_high, beta=0.0,
-                        steps_per_generation=cfg.steps_per_generation, temperature=cfg.temperature,
-                        top_p=cfg.top_p, max_new_tokens=max_new)
-        hist = rl_train(rl_model, prompts, reward, rcfg, r_rl, eos_id=codec.eos_id, pad_id=codec.pad_id,
-                        desc=f"{tag}STRIDE-{cfg.rl_algo.upper()}")
+    rl_model, sft_model = _stage2_start(sft_model, cfg)
+    rcfg = RLConfig(algo=cfg.rl_algo, n_steps=cfg.rl_steps, n_prompts=cfg.rl_prompts, group_size=cfg.group_size,
+                    lr=cfg.rl_lr, eps=0.2, eps_low=cfg.eps_low, eps_high=cfg.eps_high, beta=0.0,
+                    steps_per_generation=cfg.steps_per_generation, temperature=cfg.temperature,
+                    top_p=cfg.top_p, max_new_tokens=max_new)
+    hist = rl_train(rl_model, prompts, reward, rcfg, r_rl, eos_id=codec.eos_id, pad_id=codec.pad_id,
+                    desc=f"{tag}STRIDE-{cfg.rl_algo.upper()}")
     timings["rl_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    out: dict[str, Any] = {}
     # Preconditions: the ground truth scores clearly above copying the source under the reward used (copy
-    # and a failed gate earn 0), and Stage I copies and indexes the source on held-out pairs.
-    gt = [molecule_reward(s, task.targets[(s, i)][0], i) for s, i in task.test_prompts]
-    copy_r = [molecule_reward(s, s, i) for s, i in task.test_prompts]
-    out["data.gt_reward"] = float(np.mean(gt))
-    out["data.copy_reward"] = float(np.mean(copy_r))
-    out["data.gt_minus_copy_reward"] = out["data.gt_reward"] - out["data.copy_reward"]
+    # and a failed gate earn 0; measured above), and Stage I copies and indexes the source on held-out pairs.
     held = [(tokenize_smiles(s), tokenize_smiles(task.targets[(s, i)][0]), i) for s, i in task.test_prompts]
     out["stage1.test.tf_exact"] = teacher_forced_exact(sft_model, codec, held)
     gen = torch_generator(r_eval)
@@ -590,28 +620,23 @@ def _molecule_seed(cfg: MoleculeConfig, rng: np.random.Generator, device: torch.
         outs = [executed_output(tokenize_smiles(s), t, True) for (s, _), t in zip(rep, texts, strict=True)]
         if name == "stride_sft":
             out["stage1.test.consistent"] = float(np.mean([o is not None for o in outs]))
-        elif cfg.control != "none":
-            outs = _molecule_swap(rep, outs, task, cfg.control, r_ctl)
         mm = molecule_metrics(rep, outs)
         for key in ("valid", "strict", "loose", "similarity", "shift_rate", "unique"):
             out[f"{name}.{key}"] = getattr(mm, key)
     timings["eval_s"] = time.perf_counter() - t0
-    curve = hist.mean_reward if hist is not None else np.zeros(1)
+    curve = hist.mean_reward
     q = len(curve) // 10 or 1
     out["rl.reward_first10pct"] = float(np.mean(curve[:q]))
     out["rl.reward_last10pct"] = float(np.mean(curve[-q:]))
     k = len(sft_losses) // 10 or 1
     out["sft.loss_first10pct"] = float(np.mean(sft_losses[:k]))
     out["sft.loss_last10pct"] = float(np.mean(sft_losses[-k:]))
-    out["data.n_molecules"] = task.n_molecules
-    out["data.n_pairs"] = task.n_pairs
-    out["data.n_dropped_labels"] = task.n_dropped
     out["_curve"] = curve
     out["_timings"] = timings
     return out
 
 
-_MOL_QUICK = dict(n_seeds=1, n_scaffolds=2, n_train=600, n_test=100, n_eval_samples=2, sft_steps=100,
+_MOL_QUICK = dict(n_seeds=1, n_scaffolds=2, n_train=600, n_test=150, n_eval_samples=4, sft_steps=100,
                   sft_batch=32, sft_lr=1e-3, rl_steps=6, rl_prompts=8, group_size=8, rl_lr=3e-4)
 
 
