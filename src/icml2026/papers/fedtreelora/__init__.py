@@ -18,7 +18,15 @@ E_warm                  ``FedTreeLoRA(warmup_rounds=3)``
 from .baselines import FedALTScalar, FedIT, FedLEASEFlat, FedPerLoRA, LocalOnly
 from .data import TASKS, VOCAB_SIZE, Client, make_clients, make_corpus, make_example
 from .method import FedTreeLoRA, Strategy, Structure, aggregation_weights
-from .model import Backbone, BackboneConfig, ClientLoRALinear, ClientModel, pretrain_backbone
+from .model import (
+    Backbone,
+    BackboneConfig,
+    ClientLoRALinear,
+    ClientModel,
+    load_backbone,
+    pretrain_backbone,
+    tokenize_clients,
+)
 from .simulator import PAYLOAD_KEYS, FederatedRun, TrainConfig, payload_floats, simulate
 from .tree import (
     ClientTree,
@@ -63,6 +71,8 @@ __all__ = [
     "ClientModel",
     "ClientLoRALinear",
     "pretrain_backbone",
+    "load_backbone",
+    "tokenize_clients",
     "Client",
     "TASKS",
     "VOCAB_SIZE",
