@@ -142,7 +142,9 @@ def _local_training(
     cfg: TrainConfig,
     gens: Sequence[torch.Generator],
 ) -> None:
-    """E local AdamW steps for every client (fresh optimiser state per round, *ours*).
+    """E local AdamW steps for every client.
+
+    # Deviation (*ours*): fresh optimiser state every round (clients receive new weights from the server).
 
     ``data`` = (token ids (N, n_max, T), attention masks, labels (N, n_max)); client k's batches are drawn
     from its own generator ``gens[k]`` (so a client run alone, as on Flower, draws the same batches)."""
@@ -291,6 +293,7 @@ def simulate(
 
     Rounds 1..E_warm of a clustering strategy are purely local; at the end of round E_warm clients upload
     their adapters, the server builds the structure (tree, cuts) from the uploaded B's and aggregates with it.
+    ``streams``: one id per client; clients with equal ids draw the same batches (the planted control's copies).
     """
     train = train or TrainConfig()
     if not isinstance(strategy, Strategy):

@@ -236,6 +236,7 @@ def select_layer_cuts(tree: ClientTree, distances: Sequence[Any], K: int = 2, ta
     scores: list[dict[int, float]] = []
     prev = 1
     for d in mats:
+        # Deviation: the window includes min(N-1, c*+K) (the paper writes c < min(N, c*+K)), see the card
         window = range(prev, min(n - 1, prev + K) + 1)
         sc = {c: _phi(tree.partition(c), d, tau) for c in window}
         best = max(window, key=lambda c: (sc[c], -c))  # argmax, ties to the smaller c
