@@ -215,3 +215,42 @@ def test_save_and_from_pretrained_round_trip(tmp_path) -> None:  # noqa: ANN001
     (tmp_path / "lm").mkdir()  # an lm folder without a model: the core loader's one line names it
     with pytest.raises(BadInput, match="path = .*lm"):
         BindingLM.from_pretrained(tmp_path)
+
+
+def test_trainer_steps_through_the_core_loop_equal_the_plain_pytorch_step() -> None:
+    """The Trainer runs on core.training: with its default options (fp32, no accumulation, clip 1.0) three
+    steps give the same weights, bit for bit, as the plain AdamW step with warm-up and clipping."""
+    from icml2026.papers.vlm_binding.train import Trainer, make_batch, sample_batch
+
+    rng = np.random.default_rng(3)
+    batches = [make_batch(sample_batch(8, (2, 4), V, rng), "text", rng) for _ in range(3)]
+    a, b = _model(), _model()
+    tr = Trainer(a, lr=1e-3, warmup=2)
+    for batch in batches:
+        tr.step(batch)
+    opt = torch.optim.AdamW([p for p in b.parameters() if p.requires_grad], lr=1e-3, weight_decay=0.01)
+    for k, batch in enumerate(batches):
+        for g in opt.param_groups:
+            g["lr"] = 1e-3 * min(1.0, (k + 1) / 2)
+        b.train()
+        logits, _ = b(batch)
+        loss = torch.nn.functional.cross_entropy(logits, torch.from_numpy(batch.answer + V.item0))
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(b.parameters(), 1.0)
+        opt.step()
+    for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
+        assert torch.equal(pa, pb)
+    assert tr.steps_done == 3 and len(tr.losses) == 3
+
+
+def test_trainer_accumulates_micro_batches_and_trains_in_bf16() -> None:
+    from icml2026.core.training import TrainingOptions
+    from icml2026.papers.vlm_binding.train import Trainer
+
+    seen: list[int] = []
+    tr = Trainer(_model(), lr=1e-3, options=TrainingOptions(precision="bf16", grad_accum=2, max_grad_norm=1.0))
+    tr.run_stage(3, {"text": 1.0}, (2, 4), 4, np.random.default_rng(0), progress=seen.append)
+    assert tr.steps_done == 3 and seen == [0, 1, 2]  # three optimizer steps of two micro-batches each
+    assert all(p.dtype == torch.float32 for p in tr.model.parameters())
+    assert all(np.isfinite(tr.losses))

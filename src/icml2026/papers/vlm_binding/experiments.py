@@ -19,6 +19,7 @@ from icml2026.core.device import check_device_name, check_workers, resolve_devic
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
 from icml2026.core.sweep import map_in_processes
+from icml2026.core.training import TrainingOptions
 
 from .data import N_IMAGE_TOKENS, Batch, Vocab, image_batch, noise_text_batch, render_scene, sample_task
 from .mechanism import OUTCOMES, interchange_fractions, knockout_profile, probe_layers, sym_pos_ratio
@@ -119,10 +120,15 @@ class NoiseConfig:
     train_steps: int = param(20, 0, 2000, help="text steps before the comparison (weights need not be random)")
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
     workers: int = param(1, 1, 64, help="processes training the sub-seeds side by side (CPU only; same results)")
+    precision: str = param("fp32", choices=("fp32", "bf16", "fp16"),
+                           help="training precision: bf16 / fp16 mixed precision through accelerate (fp16 on a GPU)")
+    grad_accum: int = param(1, 1, 64, help="micro-batches of batch_size per optimizer step (paper scale: 128 = 32 x 4)")
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
         check_workers(self.workers, self.device)
+        if self.precision == "fp16" and self.device == "cpu":
+            raise ValueError("precision = 'fp16': float16 autocast needs a GPU; use bf16 or fp32 on the CPU")
         if self.d_model % 4:
             raise ValueError(f"d_model = {self.d_model}: must be a multiple of 4 (n_head = 4)")
 
@@ -215,10 +221,15 @@ class RegimesConfig:
     random_encoder: bool = False
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
     workers: int = param(1, 1, 64, help="processes training the sub-seeds side by side (CPU only; same results)")
+    precision: str = param("fp32", choices=("fp32", "bf16", "fp16"),
+                           help="training precision: bf16 / fp16 mixed precision through accelerate (fp16 on a GPU)")
+    grad_accum: int = param(1, 1, 64, help="micro-batches of batch_size per optimizer step (paper scale: 128 = 32 x 4)")
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
         check_workers(self.workers, self.device)
+        if self.precision == "fp16" and self.device == "cpu":
+            raise ValueError("precision = 'fp16': float16 autocast needs a GPU; use bf16 or fp32 on the CPU")
         if self.d_model % 4:
             raise ValueError(f"d_model = {self.d_model}: must be a multiple of 4 (n_head = 4)")
         if self.n_ood_max <= self.n_id_max:
@@ -278,6 +289,7 @@ def _regime_seed(cfg: RegimesConfig, seed: int, r: np.random.Generator, device: 
         r_train,
         on_step=tick,
         device=device,
+        options=TrainingOptions(precision=cfg.precision, grad_accum=cfg.grad_accum, max_grad_norm=1.0),
     )
     for _ in bar:  # drain (prints the final progress line)
         pass

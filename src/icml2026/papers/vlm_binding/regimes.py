@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from icml2026.core.training import TrainingOptions
+
 from .data import Vocab
 from .model import BindingLM, CellEncoder
 from .train import Mode, Trainer
@@ -75,12 +77,14 @@ def train_regimes(
     rng: np.random.Generator,
     on_step: Callable[[], None] | None = None,
     device: str | torch.device = "cpu",
+    options: TrainingOptions | None = None,
 ) -> dict[str, BindingLM]:
     """Train the requested regimes for one seed; returns the final model of each.
 
     ``rng`` drives the initial weights (one init shared by every regime, as "same seeds" in the brief) and
     the data of each stage (independent children per branch). The models are built on the CPU (the same
-    initial weights everywhere) and moved to ``device``.
+    initial weights everywhere) and moved to ``device``. ``options`` (precision, gradient accumulation,
+    clipping; default fp32, none, norm 1.0) go to every :class:`Trainer`.
     """
     unknown = [r for r in regimes if r not in REGIMES]
     if unknown:
@@ -100,7 +104,9 @@ def train_regimes(
 
     def fresh(enc: CellEncoder) -> Trainer:
         model = BindingLM(vocab, enc, torch.Generator().manual_seed(init_seed), **model_kwargs).to(device)
-        return Trainer(model, lr=lr)
+        if options is None:
+            return Trainer(model, lr=lr)
+        return Trainer(model, lr=lr, options=options)
 
     out: dict[str, BindingLM] = {}
     text_first = [r for r in regimes if r != "noise-image-text"]

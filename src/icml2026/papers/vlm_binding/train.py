@@ -8,7 +8,7 @@ A stage is a number of optimisation steps whose batches are drawn from a mixture
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml2026.core.training import TrainingOptions, train_steps
 from icml2026.core.validate import positive_int
 
 from .data import Batch, RetrievalSample, Vocab, image_batch, noise_text_batch, sample_task, text_batch
@@ -48,7 +49,13 @@ def sample_batch(
 
 @dataclass
 class Trainer:
-    """A model with its AdamW state; :meth:`clone` branches a regime off a shared stage."""
+    """A model with its AdamW state; :meth:`clone` branches a regime off a shared stage.
+
+    The steps run through the core training loop (:func:`icml2026.core.training.train_steps`): ``options``
+    sets the precision (``bf16`` mixed precision on a GPU), gradient accumulation (each optimizer step then
+    sees ``grad_accum`` micro-batches of ``batch_size``) and the gradient clipping (norm 1.0, as before). With
+    the default options a step computes exactly what the plain PyTorch step did.
+    """
 
     model: BindingLM
     lr: float = 1e-3
@@ -57,6 +64,7 @@ class Trainer:
     steps_done: int = 0
     losses: list[float] = field(default_factory=list)
     opt: torch.optim.Optimizer | None = None
+    options: TrainingOptions = field(default_factory=lambda: TrainingOptions(max_grad_norm=1.0))
 
     def __post_init__(self) -> None:
         if self.opt is None:
@@ -66,24 +74,35 @@ class Trainer:
     def clone(self) -> Trainer:
         return copy.deepcopy(self)
 
-    def step(self, batch: Batch) -> float:
-        """One AdamW step on the answer-token cross-entropy over the full vocabulary."""
-        assert self.opt is not None
-        self.model.train()
-        logits, _ = self.model(batch)
+    def _loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        """The answer-token cross-entropy over the full vocabulary."""
+        logits, _ = model(batch)
         target = torch.from_numpy(batch.answer + self.model.vocab.item0).to(logits.device)
-        loss = nn.functional.cross_entropy(logits, target)
+        return nn.functional.cross_entropy(logits.float(), target)
+
+    def _set_lr(self) -> None:
+        assert self.opt is not None
         scale = min(1.0, (self.steps_done + 1) / max(self.warmup, 1))  # linear warm-up, then constant
         for g in self.opt.param_groups:
             g["lr"] = self.lr * scale
-        self.opt.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.opt.step()
-        self.steps_done += 1
-        val = float(loss.detach())
-        self.losses.append(val)
-        return val
+
+    def _train(self, batches: Iterable[Batch]) -> None:
+        assert self.opt is not None
+        self._set_lr()
+
+        def after(_step: int, loss: float) -> None:
+            self.steps_done += 1
+            self.losses.append(loss)
+            self._set_lr()
+
+        train_steps(self.model, self.opt, batches, self._loss, options=self.options,
+                    device=str(self.model.device), on_step=after)
+
+    def step(self, batch: Batch) -> float:
+        """One AdamW step on ``batch`` (one micro-batch: a step of ``grad_accum`` micro-batches is
+        :meth:`run_stage`'s); returns its loss."""
+        self._train([batch])
+        return self.losses[-1]
 
     def run_stage(
         self,
@@ -94,18 +113,26 @@ class Trainer:
         rng: np.random.Generator,
         progress: Callable[[int], None] | None = None,
     ) -> None:
-        """``steps`` steps; each draws its prompt format from ``mix`` (weights summing to 1)."""
+        """``steps`` optimizer steps; each draws its prompt format from ``mix`` (weights summing to 1) and
+        ``options.grad_accum`` micro-batches of ``batch_size`` in that format."""
         steps = positive_int(steps, "steps", minimum=0, maximum=10**7)
         modes = list(mix)
         w = np.array([mix[m] for m in modes], float)
         if (w < 0).any() or not np.isclose(w.sum(), 1.0):
             raise ValueError(f"mix = {mix}: weights must be >= 0 and sum to 1")
-        for k in range(steps):
-            mode = modes[int(rng.choice(len(modes), p=w))]
-            samples = sample_batch(batch_size, n_range, self.model.vocab, rng)
-            self.step(make_batch(samples, mode, rng))
-            if progress is not None:
-                progress(k)
+        if steps == 0:
+            return
+
+        def batches() -> Iterator[Batch]:
+            for k in range(steps):
+                mode = modes[int(rng.choice(len(modes), p=w))]
+                for _ in range(self.options.grad_accum):
+                    samples = sample_batch(batch_size, n_range, self.model.vocab, rng)
+                    yield make_batch(samples, mode, rng)
+                if progress is not None:
+                    progress(k)  # runs once step k's last micro-batch has been trained on
+
+        self._train(batches())
 
 
 @torch.no_grad()
