@@ -137,11 +137,19 @@ def _bar_figure(title: str, names: list[str], clean: list[float], attacked: list
     return fig
 
 
+def _encode_ahead(enc: SentenceEncoder, tasks: list[Task]) -> None:
+    """Encode every query and its sentences in one batch before the simulated victim reads them one by one
+    (speed only: the victim's embeddings of a query no longer depend on the order it meets them in)."""
+    texts = [t.query for t in tasks]
+    enc.encode(texts + [x for t in texts for x in split_sentences(t)])
+
+
 def _planted_arm(planner: Any, tasks: list[Task], clean: list[Trajectory], t_max: int, rng: np.random.Generator,
                  delta: float = PAPER_DELTA_STEPS, cap_rate: float = PAPER_CAP_INCREASE) -> list[Trajectory]:
     """The clean victim given an effect of the paper's size by construction (:func:`planted_extras`)."""
     extras = planted_extras([t.n_steps for t in clean], t_max, rng, delta, cap_rate)
-    return [ToolAgent(PlantedPlanner(planner, e), default_tools(), t_max).run(t.query)
+    tools = default_tools()
+    return [ToolAgent(PlantedPlanner(planner, e), tools, t_max).run(t.query)
             for t, e in zip(tasks, extras, strict=True)]
 
 
@@ -193,6 +201,7 @@ def headline(cfg: AttackConfig, rng: np.random.Generator) -> Outcome:
         r_data, r_att, r_eval, r_conc, r_boot, r_plant = spawn(r, 6)
         probe, test = _suite(cfg, r_data)
         compliant = SimAgent("compliant", enc, cfg.t_max, cfg.threshold)
+        _encode_ahead(enc, test)
         if cfg.control != "none":
             clean = [compliant.run(t.query) for t in test]
             ev = _control_eval(compliant, test, clean, cfg, enc, r_plant, cfg.n_boot)
@@ -323,6 +332,7 @@ def ablation(cfg: AttackConfig, rng: np.random.Generator) -> Outcome:
         r_data, r_att, r_eval, r_boot, r_plant = spawn(r, 5)
         probe, test = _suite(cfg, r_data)
         agent = SimAgent("compliant", enc, cfg.t_max, cfg.threshold)
+        _encode_ahead(enc, test)
         clean = [agent.run(t.query) for t in test]
         for name, (uj, ub) in variants.items():
             ra, re_ = spawn(r_att, 1)[0], spawn(r_eval, 1)[0]
@@ -384,6 +394,7 @@ def transfer(cfg: TransferConfig, rng: np.random.Generator) -> Outcome:
         probe, _ = _suite(cfg, r_a, (cfg.source,), n_test=1)
         _, test = _suite(cfg, r_b, (cfg.target,), n_probe=1)
         agent = SimAgent("compliant", enc, cfg.t_max, cfg.threshold)
+        _encode_ahead(enc, test)
         if cfg.control != "none":
             clean = [agent.run(t.query) for t in test]
             # the paper gives no transfer size: the headline's +3.33 steps, no cap hits
@@ -530,8 +541,7 @@ def endpoint(cfg: EndpointConfig, rng: np.random.Generator) -> Outcome:
         planner = SimAgent("compliant", enc, cfg.t_max, cfg.threshold).planner
         sim = None if (cfg.victim_url or cfg.model) else SimChatModel(planner)
         if sim is not None:  # the simulated victim embeds every sentence it reads: one batch ahead (speed only)
-            texts = [t.query for t in probe + test]
-            enc.encode(texts + [x for t in texts for x in split_sentences(t)])
+            _encode_ahead(enc, probe + test)
         seed_v, seed_null = (int(x) for x in r_victim.integers(2**31, size=2))
         with open_endpoint(url=cfg.victim_url, served_name=cfg.victim_model, model_path=cfg.model, sim=sim,
                            timeout_s=cfg.timeout_s, api_key_env=cfg.api_key_env, dtype=cfg.dtype,
