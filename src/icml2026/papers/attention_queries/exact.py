@@ -8,9 +8,11 @@ handled by rescaling the query (step 4); those retries are counted and reported 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
+from .affine import learn_query_bias, learn_value_affine, offset_noise
 from .model import HeadEstimate, check_dim
 from .oracle import CountingOracle, as_counting
 from .precision import (
@@ -89,6 +91,7 @@ def recover_exact(
     batch: bool = True,
     saturation: float | None = None,
     precision: float | str | None = "auto",
+    affine: bool = False,
 ) -> HeadEstimate:
     """Method 1 (exact O(d^2) algorithm): recover (A, v) with d^2 + d queries plus counted rescales.
 
@@ -102,6 +105,8 @@ def recover_exact(
         float type), ``"estimate"`` (12 counted linearity probes), None / "float64", or a number.
         Below float64 precision the saturation threshold is raised (``saturation_for_precision``) and every
         pair is re-asked once at its SNR-optimal scale when that at least halves its error bar.
+    affine : the head has biases (a real layer's, see ``affine.py``): also learn the value offset c_0
+        (1 query) and the query-bias vector w (d queries), d^2 + 2d + 1 queries in all.
 
     Returns
     -------
@@ -115,22 +120,35 @@ def recover_exact(
     d = check_dim(d)
     counter: CountingOracle = as_counting(oracle)
     start = counter.n_queries
-    v = learn_value(counter, d, batch=batch)  # step 1: d queries
-    eps, source, n_probe = _resolve(counter, d, v, precision)
+    if affine:  # step 1 for the affine head: c_0 and v from d + 1 single tokens
+        terms = learn_value_affine(counter, d, batch=batch)
+        v, c0, answers = terms.v, terms.value_offset, terms.answers
+    else:
+        v = learn_value(counter, d, batch=batch)  # step 1: d queries
+        c0, answers = 0.0, v
+    eps, source, n_probe = _resolve(counter, d, answers, precision)
     if saturation is None:
         saturation = saturation_for_precision(eps)
     if isinstance(saturation, bool) or not 0.0 < saturation < 0.5:
         raise ValueError(f"saturation must be in (0, 0.5), got {saturation}")
     low_precision = eps > 4 * FLOAT64_EPS
     noise = NoiseModel(tau=0.0, eps=eps, source=source)
-    v_err = float(np.max(noise.bound(np.abs(v))))
+    v_err = float(np.max(noise.bound(np.abs(answers))))
+    v_err += float(noise.bound(abs(c0)))  # v = answer - c_0 (0 for the homogeneous head)
+    noise = offset_noise(noise, c0)
     check_identifiable(v, tol=2.0 * v_err if low_precision else 0.0)
     # step 3: columns c_j. Below float64 precision the margin |v^T c_j| matters (errors ~ 1/margin):
     # Deviation: c_j = e_j + sign(v_j) v/||v|| (margin >= ||v||) instead of the brief's e_j (margin |v_j|).
     C = margin_directions(v) if low_precision else choose_directions(v)
     rows = np.repeat(np.eye(d), d, axis=0)  # pair (i, j) -> b = e_i
     cols = np.tile(C.T, (d, 1))  # pair (i, j) -> c = c_j
-    kw = dict(saturation=saturation, batch=batch, noise=noise, v_err=v_err, adapt=low_precision)
+    kw: dict[str, Any] = dict(saturation=saturation, batch=batch, noise=noise, v_err=v_err, adapt=low_precision)
+    w: np.ndarray | None = None
+    n_bias_rescale = 0
+    if affine:  # the query bias w from d pairs (s c_j, 0), then removed from every logit
+        kw["value_offset"] = c0
+        w, w_err, n_bias_rescale = learn_query_bias(counter, v, C, kw)
+        kw.update(w=w, w_err=w_err)
     # Deviation: the brief asks all d^2 pairs at s = 1; a pilot row sets the others' scale (fewer retries).
     pilot = measure_bilinear(counter, v, rows[:d], cols[:d], **kw)  # type: ignore[arg-type]
     s_rest = pair_scale(pilot.y, saturation)
@@ -144,13 +162,15 @@ def recover_exact(
         A=A,
         v=v,
         n_queries=counter.n_queries - start,
-        n_rescale_queries=pilot.n_rescale + rest.n_rescale,
+        n_rescale_queries=pilot.n_rescale + rest.n_rescale + n_bias_rescale,
         rank=None,
         method="exact",
-        n_measurements=d * d,
+        n_measurements=d * d + (d if affine else 0),
         error_bound_A=bound,
         error_bound_v=v_err,
         precision=eps,
         precision_source=source,
         n_probe_queries=n_probe,
+        w=w,
+        value_offset=c0 if affine else None,
     )

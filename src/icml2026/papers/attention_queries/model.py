@@ -142,6 +142,8 @@ class HeadEstimate:
     precision : the oracle's relative precision used (eps), and ``precision_source`` how it was obtained.
     n_probe_queries : queries spent on estimating the precision or verifying a given rank (in n_queries).
     fallback : non-empty when the method switched to another (e.g. adaptive -> exact at r >= d/2).
+    w : (d,) the affine head's query-bias vector (logit term w^T x_j), None for the homogeneous head.
+    value_offset : the affine head's constant c_0 (value bias), None for the homogeneous head.
     """
 
     A: np.ndarray
@@ -157,3 +159,5 @@ class HeadEstimate:
     precision_source: str = ""
     n_probe_queries: int = 0
     fallback: str = ""
+    w: np.ndarray | None = None
+    value_offset: float | None = None

@@ -195,6 +195,9 @@ def measure_bilinear(
     v_err: float = 0.0,
     s_max: float | np.ndarray | None = None,
     adapt: bool = False,
+    value_offset: float = 0.0,
+    w: np.ndarray | None = None,
+    w_err: float = 0.0,
 ) -> Measurements:
     """Method 1, steps 2 and 4: y_t = b_t^T A c_t from the two-token queries (s (b_t + c_t), s b_t).
 
@@ -213,6 +216,10 @@ def measure_bilinear(
     s_max : largest admissible scale per query (the norm budget B_x / max token norm); None: unbounded.
     adapt : after every query is accepted, re-ask (once, counted as a rescale) those whose error bar is
         more than twice the smallest one reachable at another admissible scale (SNR-optimal |logit| ~ 2).
+    value_offset, w, w_err : the affine head's terms (biases, see ``affine.py``): every answer carries the
+        constant ``value_offset`` (the value bias), and the logit of the pair at scale s is
+        s^2 b^T A c + s w^T c (the query bias); the learned ``w`` (error ``w_err`` per coordinate) is
+        removed from the logit, its error added to the error bar. Defaults: the homogeneous head.
 
     Returns
     -------
@@ -257,7 +264,7 @@ def measure_bilinear(
         X = np.empty((idx.size, 2, B.shape[1]))
         X[:, 0, :] = sp[:, None] * (B[idx] + C[idx])  # token a = b + c
         X[:, 1, :] = sp[:, None] * B[idx]  # last token b acts as the attention query
-        f = _ask_repeated(oracle, X, batch, n_repeats)
+        f = _ask_repeated(oracle, X, batch, n_repeats) - value_offset
         denom = sp * vc[idx]
         alpha = (f - sp * vb[idx]) / denom  # weight on the first token
         one_minus = (sp * (vb[idx] + vc[idx]) - f) / denom  # weight on the last token
@@ -269,6 +276,9 @@ def measure_bilinear(
             hi = np.log(alpha + da) - np.log(one_minus - da)
             lo = np.log(alpha - da) - np.log(one_minus + da)
             err = np.maximum(hi - L, L - lo) / sp**2
+        if w is not None:  # the affine head's query-bias term s w^T c leaves the logit
+            L = L - sp * (C[idx] @ w)
+            err = err + w_err * geo.c_l1[idx] / sp
         return alpha, one_minus, L, np.where(resolved, err, np.inf), resolved
 
     for round_ in range(MAX_RESCALE_ROUNDS):

@@ -10,6 +10,7 @@ module                         claim
 ``precision_recovery``         float32 / float16 oracles: precision inferred, recovery to it
 ``multihead_nonidentifiable``  Method 4: multi-head attention is not identifiable
 ``one_layer_reduction``        Method 4: a one-layer Transformer's A and V, given an FFN learner (assumed)
+``pretrained_head``            every head of a real Hugging Face layer (biases included) from queries
 =============================  ==============================================================================
 
 Importing this package registers every experiment (the registry's discovery imports it); ``_grid`` holds the
@@ -26,6 +27,7 @@ from . import (
     noisy_bound,
     one_layer_reduction,
     precision_recovery,
+    pretrained_head,
 )
 
 __all__ = [
@@ -36,4 +38,5 @@ __all__ = [
     "noisy_bound",
     "one_layer_reduction",
     "precision_recovery",
+    "pretrained_head",
 ]

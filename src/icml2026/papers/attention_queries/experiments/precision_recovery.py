@@ -112,7 +112,8 @@ def _precision_recovery(cfg: PrecisionConfig, rng: np.random.Generator) -> Outco
                 n_refused += prec == "auto"
                 nan = math.nan
                 lr_rows.append(
-                    {"precision": prec, "rank": -1, "queries": nan, "queries_over_2r_plus_2_d": nan, "rel_err_A": nan}
+                    {"precision": prec, "rank": -1, "queries": nan, "queries_over_2r_plus_2_d": nan, "rel_err_A": nan,
+                     "probes": nan, "retries": nan, "unprobed_over_2r_plus_2_d": nan}
                 )
                 continue
             lr_rows.append(
@@ -122,6 +123,11 @@ def _precision_recovery(cfg: PrecisionConfig, rng: np.random.Generator) -> Outco
                     "queries": est.n_queries,
                     "queries_over_2r_plus_2_d": est.n_queries / ((2 * cfg.lr_rank + 2) * cfg.lr_d),
                     "rel_err_A": relative_error(est.A, head.A),
+                    "probes": est.n_probe_queries,
+                    "retries": est.n_rescale_queries,
+                    # the queries other than the counted probes, against the budget (issue 68)
+                    "unprobed_over_2r_plus_2_d": (est.n_queries - est.n_probe_queries)
+                    / ((2 * cfg.lr_rank + 2) * cfg.lr_d),
                 }
             )
 
@@ -155,6 +161,11 @@ def _precision_recovery(cfg: PrecisionConfig, rng: np.random.Generator) -> Outco
                 [r["queries_over_2r_plus_2_d"] for r in auto_lr]
             ),
             "float32_lowrank_max_rel_err_auto": nanmax([r["rel_err_A"] for r in auto_lr]),
+            "float32_lowrank_max_unprobed_over_2r_plus_2_d_auto": nanmax(
+                [r["unprobed_over_2r_plus_2_d"] for r in auto_lr]
+            ),
+            "float32_lowrank_max_probes_auto": nanmax([r["probes"] for r in auto_lr]),
+            "float32_lowrank_max_retries_auto": nanmax([r["retries"] for r in auto_lr]),
             "float32_lowrank_rank_errors_float64_assumed": sum(r["rank"] != cfg.lr_rank for r in f64_lr),
             "float32_lowrank_max_queries_over_2r_plus_2_d_float64_assumed": max(
                 r["queries_over_2r_plus_2_d"] for r in f64_lr
@@ -169,15 +180,19 @@ def _precision_recovery(cfg: PrecisionConfig, rng: np.random.Generator) -> Outco
             Check("float16_max_rel_err_auto", worst("rel_err_auto", "float16"), "< 0.05", paper="—"),
             # fails if the precision-derived bars are too small for a real low-precision oracle
             Check("max_error_over_bar_auto", nanmax([r["error_over_bar_auto"] for r in rows]), "<= 1", paper="—"),
-            # issue 28: rank 25 and 1664 queries (6.5 x (2r+2)d) with the fixed 1e-8 tolerance; the schedule
-            # asks each pair once plus at most one SNR re-ask (hence 2), saturation retries aside
+            # issue 28: rank 25 and 1664 queries (6.5 x (2r+2)d) with the fixed 1e-8 tolerance.
             Check("float32_lowrank_rank_errors_auto", rank_err, "== 0", paper="rank estimated"),
+            # issue 68: (2r+2)d plus the counted probes (1 precision probe, 4 per rank confirmation; card).
+            # Changed after seeing 312-358 queries at d = 32, r = 3 against (2r+2)d = 256 (before: "<= 2" on
+            # the total): the SNR re-ask of 2b was dropped, and the target is now the budget itself.
             Check(
-                "float32_lowrank_max_queries_over_2r_plus_2_d_auto",
-                nanmax([r["queries_over_2r_plus_2_d"] for r in auto_lr]),
-                "<= 2",
-                paper="O(rd) queries",
+                "float32_lowrank_max_unprobed_over_2r_plus_2_d_auto",
+                nanmax([r["unprobed_over_2r_plus_2_d"] for r in auto_lr]),
+                "<= 1",
+                paper="(2r+2)d",
             ),
+            Check("float32_lowrank_max_probes_auto", nanmax([r["probes"] for r in auto_lr]), "<= 9",
+                  paper="(ours) counted probes"),
             Check("float32_lowrank_max_rel_err_auto", nanmax([r["rel_err_A"] for r in auto_lr]), "< 1e-4", paper="—"),
         ],
         tables={"exact": rows, "low_rank": lr_rows},
