@@ -24,9 +24,10 @@ from icml2026.core.validate import as_array, positive_int
 from . import data
 from .baselines import DWCActor, MLPActor
 from .controls import NULL_RATIO, PLANTED_RATIO, ZeroController, control_returns, reference_controller
+from .envs import env_dims
 from .interpret import first_layer_report
 from .policy import DWCPolicy
-from .sac import ENVS, EnvId, SACConfig, SACResult, check_dwc_size, evaluate, make_actor, on_cpu, train_sac
+from .sac import SACConfig, SACResult, check_dwc_size, evaluate, make_actor, on_cpu, train_sac
 from .supervised import fit_mse
 from .verilog import export_verilog, have_yosys, simulate, synth_stats
 
@@ -189,7 +190,11 @@ def sanity_fit(cfg: SanityConfig, rng: np.random.Generator) -> Outcome:
 class PendulumConfig:
     """SAC on a MuJoCo task: the DWC actor vs the FP32 MLP and the QAT (brevitas) MLP, identical SAC settings."""
 
-    env_id: EnvId = "InvertedPendulum-v4"
+    env_id: str = "InvertedPendulum-v4"  # the preset's task (one of the paper's -v4 ids)
+    # issue 68: any gymnasium id with Box observations and actions, 'module:EnvId' or 'module:factory' (a callable
+    # returning a gymnasium.Env); replaces env_id when set (--set env=Pendulum-v1)
+    env: str = param("", help="a gymnasium id or 'module:factory' run instead of env_id ('': env_id)")
+    num_envs: int = param(1, 1, 64, help="vector envs collecting SAC's data (SyncVectorEnv); steps act in each")
     n_seeds: int = param(1, 1, 20, help="brief: 3 (paper: 10)")
     total_steps: int = param(3_000, 1, 1_000_000, help="brief: 30k (paper: 1M)")
     learning_starts: int = param(2_000, 0, 1_000_000, help="paper: 5000; < total_steps")
@@ -220,19 +225,29 @@ class PendulumConfig:
         if self.control != "none":
             if not self.check_returns:
                 raise ValueError(f"control = {self.control!r} needs check_returns=True (it measures the parity checks)")
-            if reference_controller(self.env_id) is None:
-                raise ValueError(f"control = {self.control!r}: env_id = {self.env_id!r} has no reference controller "
+            if reference_controller(self.task) is None:
+                raise ValueError(f"control = {self.control!r}: env_id = {self.task!r} has no reference controller "
                                  "(InvertedPendulum-v4, Hopper-v4)")
         if self.checkpoint_dir and not Path(self.checkpoint_dir).is_dir():
             raise ValueError(f"checkpoint_dir = {self.checkpoint_dir!r}: no such directory (create it first, or "
                              f"leave it empty for no checkpoints)")
         if self.check_returns and not self.run_baseline:
             raise ValueError("check_returns needs run_baseline=True (the claim is relative to FP32)")
-        SACConfig(env_id=self.env_id, total_steps=self.total_steps, learning_starts=self.learning_starts,
-                  n_luts=self.n_luts, n_layers=self.n_layers, bits=self.bits, lut_inputs=self.lut_inputs)
+        if self.env:
+            env_dims(self.env, "env")  # an unknown id or a discrete env: ValueError naming env
+            check_dwc_size(self.env, self.n_luts, self.n_layers, self.bits, self.lut_inputs, key="env")
+        SACConfig(env_id=self.task, total_steps=self.total_steps, learning_starts=self.learning_starts,
+                  n_luts=self.n_luts, n_layers=self.n_layers, bits=self.bits, lut_inputs=self.lut_inputs,
+                  num_envs=self.num_envs)
+
+    @property
+    def task(self) -> str:
+        """The environment the runs use: ``env`` when set, else ``env_id``."""
+        return self.env or self.env_id
 
     def sac(self, actor: str) -> SACConfig:
-        return SACConfig(env_id=self.env_id, actor=actor,  # type: ignore[arg-type]  # SACConfig checks it
+        return SACConfig(env_id=self.task, actor=actor,  # type: ignore[arg-type]  # SACConfig checks it
+                         num_envs=self.num_envs,
                          total_steps=self.total_steps,
                          learning_starts=self.learning_starts, n_luts=self.n_luts, n_layers=self.n_layers,
                          bits=self.bits, lut_inputs=self.lut_inputs, eval_episodes=self.eval_episodes,
@@ -248,9 +263,13 @@ def _checkpoint_file(directory: str, cfg: SACConfig, rng: np.random.Generator, s
     """A checkpoint path unique to (SAC config, RNG stream): a rerun of the same run resumes, no other does."""
     if not directory:
         return None
-    key = json.dumps([dataclasses.asdict(cfg), str(rng.bit_generator.state)], sort_keys=True)
+    fields = dataclasses.asdict(cfg)
+    if fields.get("num_envs") == 1:  # added by issue 68: left out at its default so earlier runs' files still resume
+        del fields["num_envs"]
+    key = json.dumps([fields, str(rng.bit_generator.state)], sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return Path(directory) / f"{cfg.env_id}_seed{seed_index}_{cfg.actor}_{digest}.pt"
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in cfg.env_id)  # "module:factory" has a colon
+    return Path(directory) / f"{safe}_seed{seed_index}_{cfg.actor}_{digest}.pt"
 
 
 def _train_job(cfg: SACConfig, rng: np.random.Generator, ckpt: Path | None, progress: str,
@@ -345,7 +364,7 @@ def sac_pendulum(cfg: PendulumConfig, rng: np.random.Generator) -> Outcome:
 class HopperConfig(PendulumConfig):
     """The brief's optional long run: Hopper-v4 (paper: DWC 2989 vs FP32 2710 after 1M steps, 10 seeds)."""
 
-    env_id: EnvId = "Hopper-v4"
+    env_id: str = "Hopper-v4"
     total_steps: int = param(1_300, 1, 1_000_000, help="quick: a short run (circuit checks only); paper: 1M")
     learning_starts: int = param(1_000, 0, 1_000_000, help="< total_steps")
     # no absolute target at our step budget; the claim is parity with FP32
@@ -382,10 +401,10 @@ def _yardstick_returns(cfg: PendulumConfig, rng: np.random.Generator) -> dict[st
     each over ``n_seeds * eval_episodes`` episodes: what a learned baseline is measured against."""
     n = cfg.n_seeds * cfg.eval_episodes
     r_ref, r_zero = spawn(rng, 2)
-    ref = reference_controller(cfg.env_id)
-    out = {"zero_action_return": float(np.mean(evaluate(ZeroController(*ENVS[cfg.env_id]), cfg.env_id, n, r_zero)))}
+    ref = reference_controller(cfg.task)
+    out = {"zero_action_return": float(np.mean(evaluate(ZeroController(*env_dims(cfg.task)), cfg.task, n, r_zero)))}
     if ref is not None:
-        out["reference_controller_return"] = float(np.mean(evaluate(ref, cfg.env_id, n, r_ref)))
+        out["reference_controller_return"] = float(np.mean(evaluate(ref, cfg.task, n, r_ref)))
     return out
 
 
@@ -440,7 +459,7 @@ def _control_outcome(cfg: PendulumConfig, rng: np.random.Generator) -> Outcome:
     DWC arm's episodes replaced by the non-acting policy's on the planted (paper's parity, Walker2d 0.946) or
     the null (paper's non-parity, HalfCheetah 0.680) share; the checks by :func:`_return_checks`."""
     r_arms, r_yard = spawn(rng, 2)
-    arms = control_returns(cfg.env_id, cfg.actors(), cfg.n_seeds, cfg.eval_episodes, cfg.control, r_arms)
+    arms = control_returns(cfg.task, cfg.actors(), cfg.n_seeds, cfg.eval_episodes, cfg.control, r_arms)
     means = {a: [float(np.mean(v)) for v in per_seed] for a, per_seed in arms.items()}
     metrics, checks = _return_checks(cfg, means, _yardstick_returns(cfg, r_yard))
     ratio = PLANTED_RATIO if cfg.control == "planted" else NULL_RATIO
@@ -463,7 +482,8 @@ def sac_compare(cfg: PendulumConfig, rng: np.random.Generator) -> Outcome:
     results = _run_jobs(cfg, jobs, device)
     rows, means, mism, tabmax, lat = [], {a: [] for a in cfg.actors()}, [], [], []  # type: ignore[var-annotated]
     distinct: list[float] = []
-    fig, ax = new_figure(f"SAC on {cfg.env_id}", "environment step", "episode return")
+    fig, ax = new_figure(f"SAC on {cfg.task}" + (f" ({cfg.num_envs} vector envs)" if cfg.num_envs > 1 else ""),
+                         "environment step", "episode return")
     labels = {"dwc": "DWC", "mlp": "FP32 MLP", "qmlp": "QAT MLP (W8A8)"}
     yosys_metrics: dict[str, float] = {}
     for s in range(cfg.n_seeds):
@@ -519,7 +539,7 @@ def sac_compare(cfg: PendulumConfig, rng: np.random.Generator) -> Outcome:
         checks += ret_checks
     figures = {"training_returns": fig}
     if cfg.eval_every:
-        fig_c, ax_c = new_figure(f"Deterministic evaluation on {cfg.env_id} ({cfg.curve_episodes} episodes)",
+        fig_c, ax_c = new_figure(f"Deterministic evaluation on {cfg.task} ({cfg.curve_episodes} episodes)",
                                  "environment step", "mean deterministic return")
         curve_rows = []
         for i, a in enumerate(cfg.actors()):

@@ -1,8 +1,14 @@
-"""Soft Actor-Critic (CleanRL ``sac_continuous_action`` variant, our implementation) with a DWC or MLP actor.
+"""Soft Actor-Critic with a DWC or MLP actor, structured as CleanRL's ``sac_continuous_action.py`` (our code).
 
-One gymnasium env, uniform random actions for ``learning_starts`` steps, twin 256-256 ReLU critics with
-Polyak-averaged targets, delayed actor updates (every ``policy_frequency`` steps, ``policy_frequency``
-updates), automatic entropy tuning (target ``-act_dim``). Critics see the normalised observation.
+The pieces and the loop follow CleanRL's script: ``make_env`` thunks collected in a ``gymnasium.vector.SyncVectorEnv``
+(``envs``, ``cfg.num_envs`` copies, :mod:`.envs`), a ``SoftQNetwork`` pair with Polyak-averaged targets (twin
+256-256 ReLU critics on the normalised observation), the ``Actor`` (here the paper's contribution: the DWC mean
+head with its float log-std side net, :class:`.baselines.DWCActor`; or the FP32 / QAT MLP baselines), a
+:class:`ReplayBuffer` of ``num_envs`` transitions per step, and one loop over ``global_step``: act in every env
+(uniform random actions before ``learning_starts``), store ``real_next_obs`` (the final observation of an episode
+that ended, from ``infos["final_obs"]``), one critic update per step, delayed actor updates (every
+``policy_frequency`` steps, ``policy_frequency`` updates) and automatic entropy tuning (target ``-act_dim``).
+Any gymnasium id, ``"module:factory"`` or (in Python) a factory names the environment (:mod:`.envs`).
 Checkpoints hold everything but the env's internal state and are loaded with ``weights_only=True``; training
 writes the full format, and a compact one (:mod:`.checkpoint`: 16-bit optimiser moments and target critics, a
 subsampled buffer, compressed) also resumes.
@@ -36,13 +42,15 @@ from icml2026.core.validate import positive_int
 
 from .baselines import DWCActor, MLPActor, QuantMLPActor, _reinit
 from .checkpoint import load_checkpoint, save_checkpoint
+from .envs import EnvSpec, env_dims, env_name, make_env, make_vector_env
 from .policy import DWCPolicy
 
-__all__ = ["ENVS", "SACConfig", "SACResult", "make_actor", "train_sac", "evaluate", "make_env", "check_dwc_size",
-           "module_device", "on_cpu"]
+__all__ = ["ENVS", "SACConfig", "SACResult", "ReplayBuffer", "make_actor", "train_sac", "evaluate", "make_env",
+           "check_dwc_size", "module_device", "on_cpu"]
 
-#: MuJoCo tasks a config may name, with their (observation, action) sizes (gymnasium 1.x, -v4). Humanoid
-#: (376 observations) is left out: its 376 * B thermometer bits make the learnable mapping gigabytes large.
+#: The paper's MuJoCo tasks (gymnasium 1.x, -v4) with their (observation, action) sizes: the ids the experiments'
+#: presets use. Any other gymnasium id (or factory, :mod:`.envs`) works too; its sizes are read from the env.
+#: Humanoid (376 observations) is left out: its 376 * B thermometer bits make the learnable mapping gigabytes large.
 ENVS: dict[str, tuple[int, int]] = {
     "InvertedPendulum-v4": (4, 1),
     "InvertedDoublePendulum-v4": (11, 1),
@@ -53,19 +61,23 @@ ENVS: dict[str, tuple[int, int]] = {
     "Swimmer-v4": (8, 2),
     "Reacher-v4": (11, 2),
 }
-EnvId = Literal["InvertedPendulum-v4", "InvertedDoublePendulum-v4", "Hopper-v4", "HalfCheetah-v4", "Walker2d-v4",
-                "Ant-v4", "Swimmer-v4", "Reacher-v4"]
+#: An environment id in a config: any registered gymnasium id, "module:EnvId" or "module:factory" (checked by
+#: :func:`.envs.env_dims` when the config is built)
+EnvId = str
 
 # Learnable-mapping weights of one DWC (floats); each is held 4 times (value, gradient, two Adam moments).
 _MAX_MAPPING_WEIGHTS = 60_000_000
 
 
-def check_dwc_size(env_id: str, n_luts: int, n_layers: int, bits: int, lut_inputs: int) -> None:
+def check_dwc_size(env_id: EnvSpec, n_luts: int, n_layers: int, bits: int, lut_inputs: int,
+                   key: str = "env_id") -> None:
     """Rules between the DWC size fields: odd ``bits``, ``n_luts >= act_dim``, mapping weights that fit memory.
 
-    Raises ValueError whose message starts with the offending field's name.
+    ``env_id``: any environment :mod:`.envs` accepts (an unknown one: ValueError naming ``key``). Raises ValueError
+    whose message starts with the offending field's name.
     """
-    obs_dim, act_dim = ENVS[env_id]
+    obs_dim, act_dim = ENVS[env_id] if isinstance(env_id, str) and env_id in ENVS else env_dims(env_id, key)
+    env_id = env_name(env_id)
     if bits % 2 == 0:
         raise ValueError(f"bits = {bits}: must be an odd integer >= 3 (thermometer with a threshold at 0)")
     if n_luts < act_dim:
@@ -90,7 +102,8 @@ class EvalPolicy(Protocol):
 class SACConfig:
     """SAC and actor hyper-parameters (paper values in comments)."""
 
-    env_id: EnvId = "InvertedPendulum-v4"
+    env_id: str = param("InvertedPendulum-v4", help="any gymnasium id with Box observations and actions, "
+                        "'module:EnvId' or 'module:factory'")
     actor: Literal["dwc", "mlp", "qmlp"] = "dwc"  # DWC, the FP32 MLP baseline or the brevitas QAT baseline
     total_steps: int = param(30_000, 1, 1_000_000, help="paper: 1M (MuJoCo locomotion)")
     learning_starts: int = param(5_000, 0, 1_000_000, help="paper: 5000; < total_steps")
@@ -116,6 +129,8 @@ class SACConfig:
     eval_every: int = param(0, 0, 1_000_000, help="deterministic evaluation every this many steps (0: none)")
     curve_episodes: int = param(10, 1, 100, help="episodes per periodic evaluation (issue: 10)")
     log_last_obs: int = param(2_000, 0, 1_000_000, help="on-policy observations kept for circuit verification")
+    # CleanRL's num_envs: every global step acts in num_envs envs and stores num_envs transitions (one update)
+    num_envs: int = param(1, 1, 64, help="vector envs collecting data (SyncVectorEnv); transitions = steps x num_envs")
 
     def __post_init__(self) -> None:
         if self.learning_starts >= self.total_steps:
@@ -139,17 +154,6 @@ class SACResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def make_env(env_id: str) -> Any:
-    """``gymnasium.make(env_id)`` (MuJoCo envs need ``gymnasium[mujoco]``)."""
-    import warnings
-
-    import gymnasium as gym
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # -v4 deprecation warning: v4 is what the paper used
-        return gym.make(env_id)
-
-
 def make_actor(cfg: SACConfig, obs_dim: int, act_dim: int, scale: np.ndarray, bias: np.ndarray,
                generator: torch.Generator) -> Actor:
     """The DWC actor (DWC mean head + side log-std net), the FP32 MLP or the QAT MLP actor of ``cfg``."""
@@ -162,13 +166,6 @@ def make_actor(cfg: SACConfig, obs_dim: int, act_dim: int, scale: np.ndarray, bi
                     lut_inputs=cfg.lut_inputs, mapping=cfg.mapping, action_scale=scale, action_bias=bias,
                     generator=generator)
     return DWCActor(pol, generator=generator)
-
-
-def _critic(obs_dim: int, act_dim: int, hidden: int, g: torch.Generator) -> nn.Module:
-    net = nn.Sequential(nn.Linear(obs_dim + act_dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                        nn.Linear(hidden, 1))
-    _reinit(net, g)
-    return net
 
 
 def module_device(module: nn.Module) -> torch.device:
@@ -210,10 +207,11 @@ def _sample(actor: Actor, obs: torch.Tensor, g: torch.Generator) -> tuple[torch.
     return act, logp.sum(-1)
 
 
-def evaluate(actor: Actor | EvalPolicy, env_id: str, n_episodes: int, rng: np.random.Generator) -> list[float]:
-    """Returns of ``n_episodes`` deterministic episodes (the actor's ``deterministic`` path).
+def evaluate(actor: Actor | EvalPolicy, env_id: EnvSpec, n_episodes: int, rng: np.random.Generator) -> list[float]:
+    """Returns of ``n_episodes`` deterministic episodes (the actor's ``deterministic`` path) on one env.
 
-    An actor on another device is moved to the CPU for the episodes and back afterwards.
+    ``env_id``: any environment :mod:`.envs` accepts. An actor on another device is moved to the CPU for the
+    episodes and back afterwards.
     """
     n_episodes = positive_int(n_episodes, "n_episodes")
     if not isinstance(rng, np.random.Generator):
@@ -223,7 +221,8 @@ def evaluate(actor: Actor | EvalPolicy, env_id: str, n_episodes: int, rng: np.ra
 
     if not isinstance(env.action_space, gym.spaces.Box):
         env.close()
-        raise ValueError(f"env_id = {env_id!r}: needs a continuous (Box) action space, got {env.action_space}")
+        raise ValueError(f"env_id = {env_name(env_id)!r}: needs a continuous (Box) action space, got "
+                         f"{env.action_space}")
     out = []
     with on_cpu(cast(nn.Module, actor)):
         for _ in range(n_episodes):
@@ -238,14 +237,65 @@ def evaluate(actor: Actor | EvalPolicy, env_id: str, n_episodes: int, rng: np.ra
     return out
 
 
+class SoftQNetwork(nn.Sequential):
+    """CleanRL's ``SoftQNetwork``: Q(s, a) by an MLP over [normalised obs, action] (two hidden ReLU layers)."""
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: int, generator: torch.Generator) -> None:
+        super().__init__(nn.Linear(obs_dim + act_dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                         nn.Linear(hidden, 1))
+        _reinit(self, generator)
+
+
+def _critic(obs_dim: int, act_dim: int, hidden: int, g: torch.Generator) -> nn.Module:
+    return SoftQNetwork(obs_dim, act_dim, hidden, g)
+
+
+class ReplayBuffer:
+    """A ring buffer of transitions on ``device`` (CleanRL uses Stable-Baselines3's ``ReplayBuffer``).
+
+    ``data`` holds ``obs`` and ``next`` (float64: the observation normaliser's input), ``act``, ``rew`` and ``term``
+    (terminated, not truncated: SAC bootstraps through a time limit). Transition ``t`` (counted over envs and
+    steps: global step ``s`` of env ``j`` is ``t = s * num_envs + j``) lives in slot ``t % capacity``. ``data`` is
+    the dict that checkpoints store under ``"buffer"``.
+    """
+
+    def __init__(self, capacity: int, obs_dim: int, act_dim: int, device: torch.device) -> None:
+        self.capacity = positive_int(capacity, "capacity")
+        self.device = device
+        self.data = {"obs": torch.zeros(capacity, obs_dim, dtype=torch.float64, device=device),
+                     "next": torch.zeros(capacity, obs_dim, dtype=torch.float64, device=device),
+                     "act": torch.zeros(capacity, act_dim, device=device), "rew": torch.zeros(capacity, device=device),
+                     "term": torch.zeros(capacity, device=device)}
+
+    def add(self, t: int, obs: np.ndarray, next_obs: np.ndarray, action: np.ndarray, reward: float,
+            terminated: bool) -> None:
+        """Store transition number ``t``."""
+        i = t % self.capacity
+        self.data["obs"][i] = torch.as_tensor(obs, dtype=torch.float64, device=self.device)
+        self.data["next"][i] = torch.as_tensor(next_obs, dtype=torch.float64, device=self.device)
+        self.data["act"][i] = torch.as_tensor(action, dtype=torch.float32, device=self.device)
+        self.data["rew"][i] = float(reward)
+        self.data["term"][i] = float(terminated)
+
+    def sample(self, n_stored: int, batch_size: int, rng: np.random.Generator) -> dict[str, torch.Tensor]:
+        """A uniform batch (with replacement) over the first ``min(n_stored, capacity)`` slots (drawn with ``rng``)."""
+        idx = torch.from_numpy(rng.integers(0, min(n_stored, self.capacity), size=batch_size)).to(self.device)
+        return {k: v[idx] for k, v in self.data.items()}
+
+    def last(self, n_stored: int, n: int) -> np.ndarray:
+        """Observations of the last ``n`` stored transitions, newest first (n, obs_dim) on the CPU."""
+        slots = [(n_stored - 1 - j) % self.capacity for j in range(n)]
+        return self.data["obs"][torch.tensor(slots, dtype=torch.long, device=self.device)].cpu().numpy()
+
+
 def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | Path | None = None,
               stop_at: int | None = None, progress: bool | str = False,
-              device: str | torch.device = "cpu") -> SACResult:
-    """Train SAC (CleanRL variant) with ``cfg.actor`` as the policy; resume from ``checkpoint_path`` if it exists.
+              device: str | torch.device = "cpu", env: EnvSpec | None = None) -> SACResult:
+    """Train SAC (CleanRL's structure) with ``cfg.actor`` as the policy; resume from ``checkpoint_path`` if it exists.
 
     Parameters
     ----------
-    cfg : hyper-parameters.
+    cfg : hyper-parameters (``cfg.env_id`` and ``cfg.num_envs`` name the environment and the number of vector envs).
     rng : numpy generator (env seeds, warm-up actions, torch generator for init and sampling).
     checkpoint_path : where checkpoints are written every ``cfg.checkpoint_every`` steps and at the end;
         if the file exists training resumes from it (a fresh env episode starts at the resumed step). Full and
@@ -257,6 +307,12 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
     device : torch device of the networks, the entropy parameter and the replay buffer ("cpu", "cuda",
         "cuda:<n>", "mps"); a checkpoint written on one device resumes on any other. The returned actor is on
         the CPU.
+    env : an environment factory (a zero-argument callable returning a ``gymnasium.Env``) or id used instead of
+        ``cfg.env_id`` for training and the final evaluation.
+
+    Steps: ``total_steps`` global steps (CleanRL's ``global_step``), each acting in all ``num_envs`` envs, so the
+    buffer receives ``total_steps * num_envs`` transitions and the networks ``total_steps - learning_starts``
+    critic updates. Episode ends and evaluation steps are reported in env transitions (``step * num_envs``).
     """
     if not isinstance(cfg, SACConfig):
         raise ValueError(f"cfg: expected a SACConfig, got {type(cfg).__name__}")
@@ -274,16 +330,22 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
         raise ValueError(f"device = {device!r}: expected a device name (cpu, cuda, cuda:<n>, mps) or a torch.device")
     if dev.type == "meta":
         raise ValueError("device = 'meta': SAC needs numbers (the meta device carries shapes only)")
+    env_spec: EnvSpec = cfg.env_id if env is None else env
+    key = "env_id" if env is None else "env"
+    if env is not None:  # a factory or another id: its sizes checked against the DWC fields here
+        check_dwc_size(env_spec, cfg.n_luts, cfg.n_layers, cfg.bits, cfg.lut_inputs, key=key)
     t0 = time.perf_counter()
-    env = make_env(cfg.env_id)
+    n_envs = cfg.num_envs
+    envs = make_vector_env(env_spec, n_envs, key)
     import gymnasium as gym
 
-    if not isinstance(env.action_space, gym.spaces.Box) or len(env.action_space.shape) != 1:
-        env.close()
-        raise ValueError(f"env_id = {cfg.env_id!r}: SAC here needs a continuous (Box, 1-D) action space, got "
-                         f"{env.action_space}")
-    obs_dim, act_dim = int(env.observation_space.shape[0]), int(env.action_space.shape[0])
-    high, low = env.action_space.high.astype(np.float64), env.action_space.low.astype(np.float64)
+    act_space, obs_space = envs.single_action_space, envs.single_observation_space
+    if not isinstance(act_space, gym.spaces.Box) or len(act_space.shape) != 1:
+        envs.close()
+        raise ValueError(f"{key} = {env_name(env_spec)!r}: SAC here needs a continuous (Box, 1-D) action space, got "
+                         f"{act_space}")
+    obs_dim, act_dim = int(obs_space.shape[0]), int(act_space.shape[0])
+    high, low = act_space.high.astype(np.float64), act_space.low.astype(np.float64)
     scale, bias = (high - low) / 2.0, (high + low) / 2.0
     g = torch_generator(rng)  # a CPU generator on every device: the same draws everywhere
     # built on the CPU (initial weights from g), then moved
@@ -298,11 +360,8 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
     log_ent = torch.zeros(1, device=dev, requires_grad=True)
     opt_ent = torch.optim.Adam([log_ent], lr=cfg.q_lr)
     target_entropy = -float(act_dim)
-    cap = min(cfg.buffer_size, cfg.total_steps)
-    buf = {"obs": torch.zeros(cap, obs_dim, dtype=torch.float64, device=dev),
-           "next": torch.zeros(cap, obs_dim, dtype=torch.float64, device=dev),
-           "act": torch.zeros(cap, act_dim, device=dev), "rew": torch.zeros(cap, device=dev),
-           "term": torch.zeros(cap, device=dev)}
+    rb = ReplayBuffer(min(cfg.buffer_size, cfg.total_steps * n_envs), obs_dim, act_dim, dev)
+    buf = rb.data
     returns: list[float] = []
     ends: list[int] = []
     curve: list[tuple[int, float]] = []  # (step, mean deterministic return) of the periodic evaluations
@@ -315,8 +374,8 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
         # map_location: a checkpoint written on a GPU resumes on the CPU and vice versa
         # either format (full, or compact: expanded, see .checkpoint), read with torch.load(weights_only=True)
         state = load_checkpoint(ckpt, map_location=dev)
-        for mod, key in ((actor, "actor"), (q1, "q1"), (q2, "q2"), (q1t, "q1t"), (q2t, "q2t")):
-            mod.load_state_dict(state[key])
+        for mod, name in ((actor, "actor"), (q1, "q1"), (q2, "q2"), (q1t, "q1t"), (q2t, "q2t")):
+            mod.load_state_dict(state[name])
         opt_q.load_state_dict(state["opt_q"])
         opt_pi.load_state_dict(state["opt_pi"])
         opt_ent.load_state_dict(state["opt_ent"])
@@ -345,43 +404,50 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
             state["eval_rng_state"] = eval_rng.bit_generator.state
         save_checkpoint(state, ckpt)  # full format, atomic (an interruption never leaves a half-written file)
 
-    ep_ret = 0.0
+    ep_ret = np.zeros(n_envs)
     end = cfg.total_steps if stop_at is None else min(stop_at, cfg.total_steps)
     if start < end:  # a finished run reloaded from its last checkpoint draws nothing before its evaluation
-        obs, _ = env.reset(seed=int(rng.integers(2**31 - 1)))
+        # SyncVectorEnv seeds env j with seed + j (one env: the seed itself, as a single gymnasium env)
+        obs, _ = envs.reset(seed=int(rng.integers(2**31 - 1)))
     steps = range(start, end)
     if progress:
         from icml2026.core.progress import track
 
-        desc = progress if isinstance(progress, str) else f"SAC {cfg.actor} {cfg.env_id}"
+        desc = progress if isinstance(progress, str) else f"SAC {cfg.actor} {env_name(env_spec)}"
         steps = track(steps, desc, total=end - start)  # type: ignore[assignment]
     critics = [*q1.parameters(), *q2.parameters()]
-    for step in steps:
-        actor.normalizer.update(obs)  # parallel-variance update on every env step
-        if step < cfg.learning_starts:
-            action = rng.uniform(low, high)
+    for global_step in steps:
+        for j in range(n_envs):
+            actor.normalizer.update(obs[j])  # parallel-variance update on every env step
+        if global_step < cfg.learning_starts:
+            # Deviation: CleanRL samples envs.single_action_space; we draw the uniform actions from the run's
+            # generator (one stream for the whole run, saved in the checkpoint)
+            actions = (rng.uniform(low, high)[None] if n_envs == 1
+                       else rng.uniform(low, high, size=(n_envs, act_dim)))
         else:
             with torch.no_grad():
-                o_t = torch.as_tensor(obs, dtype=torch.float64, device=dev)[None]
-                action = _sample(actor, o_t, g)[0][0].double().cpu().numpy()
-        nxt, r, term, trunc, _ = env.step(action.astype(np.float32))
-        i = step % cap
-        buf["obs"][i] = torch.as_tensor(obs, dtype=torch.float64, device=dev)
-        buf["next"][i] = torch.as_tensor(nxt, dtype=torch.float64, device=dev)
-        buf["act"][i] = torch.as_tensor(action, dtype=torch.float32, device=dev)
-        buf["rew"][i] = float(r)
-        buf["term"][i] = float(term)  # bootstrap through truncation, not through termination
-        ep_ret += float(r)
-        obs = nxt
-        if term or trunc:
-            returns.append(ep_ret)
-            ends.append(step + 1)
-            ep_ret = 0.0
-            obs, _ = env.reset()
-        if step >= cfg.learning_starts:
-            idx = torch.from_numpy(rng.integers(0, min(step + 1, cap), size=cfg.batch_size)).to(dev)
-            o, o2 = buf["obs"][idx], buf["next"][idx]
-            a, rw, tm = buf["act"][idx], buf["rew"][idx], buf["term"][idx]
+                o_t = torch.as_tensor(obs, dtype=torch.float64, device=dev)
+                actions = _sample(actor, o_t, g)[0].double().cpu().numpy()
+        next_obs, rewards, terms, truncs, infos = envs.step(actions.astype(np.float32))
+        # same-step autoreset: an env whose episode ended returns the next episode's first observation; the
+        # transition stores the real last one (CleanRL's real_next_obs)
+        real_next_obs = next_obs.copy()
+        for j in range(n_envs):
+            done = bool(terms[j] or truncs[j])
+            if done:
+                real_next_obs[j] = infos["final_obs"][j]
+            # bootstrap through truncation, not through termination
+            rb.add(global_step * n_envs + j, obs[j], real_next_obs[j], actions[j], float(rewards[j]), bool(terms[j]))
+            ep_ret[j] += float(rewards[j])
+            if done:
+                returns.append(float(ep_ret[j]))
+                ends.append((global_step + 1) * n_envs)
+                ep_ret[j] = 0.0
+        obs = next_obs
+        if global_step >= cfg.learning_starts:
+            data = rb.sample((global_step + 1) * n_envs, cfg.batch_size, rng)
+            o, o2 = data["obs"], data["next"]
+            a, rw, tm = data["act"], data["rew"], data["term"]
             on, o2n = actor.normalizer.normalize(o).float(), actor.normalizer.normalize(o2).float()
             alpha = log_ent.exp().item()
             with torch.no_grad():
@@ -394,7 +460,7 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
             opt_q.zero_grad()
             q_loss.backward()
             opt_q.step()
-            if step % cfg.policy_frequency == 0:
+            if global_step % cfg.policy_frequency == 0:  # TD3-style delayed update, compensated by repetition
                 for _ in range(cfg.policy_frequency):
                     for p in critics:
                         p.requires_grad_(False)
@@ -413,22 +479,22 @@ def train_sac(cfg: SACConfig, rng: np.random.Generator, checkpoint_path: str | P
                     opt_ent.zero_grad()
                     ent_loss.backward()
                     opt_ent.step()
-            with torch.no_grad():
+            with torch.no_grad():  # target networks: Polyak averaging every step (target_network_frequency 1)
                 for net, tgt in ((q1, q1t), (q2, q2t)):
                     for p, pt in zip(net.parameters(), tgt.parameters(), strict=True):
                         pt.mul_(1 - cfg.polyak).add_(cfg.polyak * p)
-        if eval_rng is not None and (step + 1) % cfg.eval_every == 0:
-            curve.append((step + 1, float(np.mean(evaluate(actor, cfg.env_id, cfg.curve_episodes, eval_rng)))))
-        if (step + 1) % cfg.checkpoint_every == 0:
-            save(step + 1)
+        if eval_rng is not None and (global_step + 1) % cfg.eval_every == 0:
+            curve.append(((global_step + 1) * n_envs,
+                          float(np.mean(evaluate(actor, env_spec, cfg.curve_episodes, eval_rng)))))
+        if (global_step + 1) % cfg.checkpoint_every == 0:
+            save(global_step + 1)
     if end > start:  # a run reloaded from its final checkpoint trained nothing: its file is left as it was
         save(end)
-    env.close()
+    envs.close()
     actor.to("cpu")  # the circuit export, the integer path and the final evaluation run on the CPU
-    n_log = min(cfg.log_last_obs, end)
-    last = [(end - 1 - j) % cap for j in range(n_log)]
-    logged = (buf["obs"][torch.tensor(last, dtype=torch.long, device=dev)].cpu().numpy() if n_log
-              else np.zeros((0, obs_dim)))
-    evals = evaluate(actor, cfg.env_id, cfg.eval_episodes, rng) if end == cfg.total_steps else []
+    n_stored = end * n_envs
+    n_log = min(cfg.log_last_obs, n_stored)
+    logged = rb.last(n_stored, n_log) if n_log else np.zeros((0, obs_dim))
+    evals = evaluate(actor, env_spec, cfg.eval_episodes, rng) if end == cfg.total_steps else []
     return SACResult(actor, returns, ends, evals, logged, end, time.perf_counter() - t0, resumed_from=start,
                      extra={"eval_curve": curve})

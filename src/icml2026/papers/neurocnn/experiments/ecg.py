@@ -9,6 +9,7 @@ from icml2026.core.config import config, param
 from icml2026.core.device import check_device_name
 
 from ..data import make_ecg_bank
+from ..recordings import RecordingBank, check_data_config, load_cinc2017, subject_folds
 from ..training import macro_f1
 from ._limits import _RATE_HI, _RATE_LO, _check_bank, _check_model_sizes
 from .controls import CONTROLS, degrade
@@ -62,12 +63,20 @@ class EcgConfig:
                          help="none: the real arms; planted / null: the controls of the gap claims")
 
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+    # Real recordings (issue 68): a PhysioNet/CinC 2017 folder (REFERENCE.csv + WFDB records) replaces the
+    # simulated ECG; the run is a record-wise cross-validation, its checks on the mean over the folds run
+    data: str = param("", help="a CinC 2017 folder (REFERENCE.csv + <record>.hea/.mat WFDB records); '': ECGSYN")
+    n_folds: int = param(5, 3, 20, help="record-wise folds (with data; released code: 5)")
+    max_folds: int = param(0, 0, 20, help="run only the first this many folds (0: all; with data)")
+    lowpass_hz: float = param(30.0, 0.0, 1000.0, help="low-pass before resampling to train_fs (0: none; with data)")
+    max_windows_per_record: int = param(0, 0, 1000, help="> 0: the first that many frames of each record (with data)")
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
+        check_data_config(self.data, self.n_folds, self.max_folds)
         _check_test_rates(self)
         _check_plateau_fields(self)
-        if self.recording_s < self.window_s + 1:
+        if not self.data and self.recording_s < self.window_s + 1:  # the simulated recordings' rule
             raise ValueError(f"recording_s = {self.recording_s}: must exceed window_s ({self.window_s}) by >= 1 s")
         _check_models(self.models)
         _check_model_sizes(self, self.test_rates)
@@ -87,7 +96,7 @@ class EcgConfig:
         # ECGSYN simulates every recording at 500 Hz, ~0.1-1 s of CPU per simulated second on 2 shared cores:
         # at most twice the full preset's 4 x 8 recordings x 60 s
         simulated = 4 * self.n_recordings_per_class * self.recording_s
-        if simulated > 3840:
+        if simulated > 3840 and not self.data:
             raise ValueError(f"n_recordings_per_class = {self.n_recordings_per_class}: with recording_s = "
                              f"{self.recording_s} ECGSYN would simulate {simulated:g} s of ECG (at most 3840 s)")
 
@@ -119,10 +128,34 @@ def _ecg_once(
     train = bank.subset(np.nonzero(~is_test & ~is_val)[0])
     test = bank.subset(np.nonzero(is_test)[0])
     val = bank.subset(np.nonzero(is_val)[0]) if is_val.any() else train
-    zcfg = ZeroShotConfig(
-        n_train=len(train),
-        n_val=len(val),
-        n_test=len(test),
+    return _zero_shot(_zero_cfg(cfg, len(train), len(val), len(test)), train, val, test, r_mod, keep)
+
+
+def _ecg_folds(
+    cfg: EcgConfig, rng: np.random.Generator, keep: list[EvalPredictions]
+) -> list[tuple[dict[str, dict[float, tuple[float, float]]], dict[str, float], dict[str, list[float]]]]:
+    """The protocol on CinC 2017 records (``cfg.data``): one training per record-wise fold (the first
+    ``max_folds`` of ``n_folds``), each tested on its held-out records."""
+    bank = load_cinc2017(cfg.data, cfg.window_s, cfg.train_fs, cfg.lowpass_hz, cfg.max_windows_per_record)
+    r_split, r_mod = spawn(rng, 2)
+    folds = subject_folds(bank.labels, bank.groups, cfg.n_folds, r_split)[: cfg.max_folds or None]
+    out = []
+    for (tr, va, te), r in zip(folds, spawn(r_mod, len(folds)), strict=True):
+        train, val, test = bank.subset(tr), bank.subset(va), bank.subset(te)
+        out.append(_zero_shot(_zero_cfg(cfg, len(train), len(val), len(test), bank), train, val, test, r, keep))
+    return out
+
+
+def _zero_cfg(cfg: EcgConfig, n_train: int, n_val: int, n_test: int,
+              bank: RecordingBank | None = None) -> ZeroShotConfig:
+    """The ZeroShotConfig of one ECG training (the sizes only feed its memory checks: capped at their ranges for
+    real records, whose windows are already in memory)."""
+    if bank is not None:
+        n_train, n_val, n_test = min(n_train, 20_000), min(n_val, 5_000), min(n_test, 5_000)
+    return ZeroShotConfig(
+        n_train=n_train,
+        n_val=n_val,
+        n_test=n_test,
         epochs=cfg.epochs,
         patience=cfg.patience,
         check_plateau=False,  # checked below, on the ECG run's own fields
@@ -140,7 +173,6 @@ def _ecg_once(
         control=cfg.control,
         device=cfg.device,
     )
-    return _zero_shot(zcfg, train, val, test, r_mod, keep)
 
 
 def _control_gap_f1(cfg: EcgConfig, kept: EvalPredictions, rng: np.random.Generator) -> float:
@@ -212,9 +244,13 @@ def ecg_zero_shot(cfg: EcgConfig, rng: np.random.Generator) -> Outcome:
     if "neurocnn" not in cfg.models:
         raise ValueError(f"the claim is about NeurOCNN: models must include 'neurocnn', got {cfg.models}")
     # one repeat keeps the streams of a single run (so n_repeats = 1 reproduces the earlier runs exactly)
-    streams = [rng] if cfg.n_repeats == 1 else spawn(rng, cfg.n_repeats)
     keep: list[EvalPredictions] = []
-    runs = [_ecg_once(cfg, r, keep) for r in streams]
+    if cfg.data:  # real CinC 2017 records: one training per record-wise fold (n_repeats does not apply)
+        runs = _ecg_folds(cfg, rng, keep)
+    else:
+        streams = [rng] if cfg.n_repeats == 1 else spawn(rng, cfg.n_repeats)
+        runs = [_ecg_once(cfg, r, keep) for r in streams]
+    n_runs = len(runs)
     # a control replaces NeurOCNN's unseen-rate arm by a constructed one (a stream spawned after every real draw)
     ctl = spawn(rng, 1)[0] if cfg.control != "none" else None
     per_repeat = [_zero_shot_metrics(results, curves) for results, _, curves in runs]
@@ -236,7 +272,8 @@ def ecg_zero_shot(cfg: EcgConfig, rng: np.random.Generator) -> Outcome:
         metrics[f"neurocnn_macro_f1_gap_{fs:g}hz_max"] = float(np.max(g))
         metrics[f"neurocnn_macro_f1_gap_{fs:g}hz_std"] = float(np.std(g))
     metrics["neurocnn_macro_f1_train_rate_min"] = float(np.min(f1_train))
-    mean_of = f" (mean of {cfg.n_repeats} trainings)" if cfg.n_repeats > 1 else ""
+    unit = "folds" if cfg.data else "trainings"
+    mean_of = f" (mean of {n_runs} {unit})" if n_runs > 1 else ""
     checks = [
         Check(f"neurocnn_macro_f1_gap_{fs:g}hz", float(np.mean(g)), f"<= {cfg.tol_f1}",
               paper="stable macro-F1 at unseen rates", comparative=True)
@@ -248,7 +285,7 @@ def ecg_zero_shot(cfg: EcgConfig, rng: np.random.Generator) -> Outcome:
                         paper="(precondition: 1.5x chance 0.25)", role="precondition"))
     if cfg.check_plateau:
         for k, (_, _, curves) in enumerate(runs):
-            suffix = f"_repeat{k}" if cfg.n_repeats > 1 else ""
+            suffix = (f"_fold{k}" if cfg.data else f"_repeat{k}") if n_runs > 1 else ""
             checks.extend(_plateau_checks(curves, cfg.epochs, cfg.patience, suffix))
     mean_results: dict[str, dict[float, tuple[float, float]]] = {}
     for row, per_rate in runs[0][0].items():
@@ -257,7 +294,8 @@ def ecg_zero_shot(cfg: EcgConfig, rng: np.random.Generator) -> Outcome:
             acc, f1 = np.mean([r[0][row][fs] for r in runs], axis=0)  # (accuracy, macro-F1) over repeats
             mean_results[row][fs] = (float(acc), float(f1))
     timings = {key: float(sum(r[1][key] for r in runs)) for key in runs[0][1]}
-    fig = _rate_figure(mean_results, "Synthetic ECG: trained at 100 Hz" + mean_of, 1, "macro-F1")
+    source = "CinC 2017 records" if cfg.data else "Synthetic ECG"
+    fig = _rate_figure(mean_results, f"{source}: trained at {cfg.train_fs:g} Hz" + mean_of, 1, "macro-F1")
     return Outcome(
         metrics=metrics,
         checks=checks,

@@ -17,6 +17,7 @@ from icml2026.core.plotting import new_figure
 from ..baselines import FixedCNN, FNOClassifier, ResampleBack, ckconv_model
 from ..data import SignalBank
 from ..model import NeurOCNN
+from ..recordings import EEG_CHANNELS, RecordingBank, check_data_config
 from ..training import accuracy, macro_f1, predict, train_classifier
 from ._limits import _RATE_HI, _RATE_LO, _check_bank, _check_model_sizes, _check_sleep_basis
 from .controls import CONTROLS
@@ -143,9 +144,20 @@ class ZeroShotConfig:
                          help="none: the real arms; planted / null: the controls of the comparative claims")
 
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+    # Real recordings (issue 68): a folder of Sleep-EDF recordings (<id>-PSG.edf + <id>-Hypnogram.edf) replaces the
+    # synthetic windows; window_s is then the epoch length (paper: 30 s) and the run is a subject-wise
+    # cross-validation (the test predictions of every fold pooled)
+    data: str = param("", help="a folder of Sleep-EDF recordings (*-PSG.edf + *-Hypnogram.edf); '': synthetic")
+    channel: str = param("EEG Fpz-Cz", choices=EEG_CHANNELS, help="the EEG channel read from each PSG file")
+    n_folds: int = param(5, 3, 20, help="subject-wise folds (with data; released code: 5)")
+    max_folds: int = param(0, 0, 20, help="run only the first this many folds (0: all; with data)")
+    lowpass_hz: float = param(35.0, 0.0, 1000.0, help="low-pass before resampling to train_fs (paper: 35 Hz; 0: none)")
+    wake_margin_min: float = param(30.0, 0.0, 1440.0, help="wake kept within this many minutes of sleep (1440: all)")
+    max_epochs_per_recording: int = param(0, 0, 100_000, help="> 0: that many epochs drawn per recording (CPU)")
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
+        check_data_config(self.data, self.n_folds, self.max_folds)
         _check_test_rates(self)
         _check_models(self.models)
         _check_plateau_fields(self)
@@ -212,7 +224,8 @@ def _zero_shot_metrics(
 
 
 def _zero_shot(
-    cfg: ZeroShotConfig, train: SignalBank, val: SignalBank, test: SignalBank, rng: np.random.Generator,
+    cfg: ZeroShotConfig, train: SignalBank | RecordingBank, val: SignalBank | RecordingBank,
+    test: SignalBank | RecordingBank, rng: np.random.Generator,
     keep: list[EvalPredictions] | None = None,
 ) -> tuple[dict[str, dict[float, tuple[float, float]]], dict[str, float], dict[str, list[float]]]:
     """Train every model at train_fs and evaluate at each test rate.
@@ -302,3 +315,42 @@ def _rate_figure(results: dict[str, dict[float, tuple[float, float]]], title: st
     ax.legend(fontsize=7)
     return fig
 
+
+
+def _cv_zero_shot(
+    cfg: ZeroShotConfig, bank: RecordingBank, rng: np.random.Generator
+) -> tuple[dict[str, dict[float, tuple[float, float]]], dict[str, float], dict[str, list[float]], EvalPredictions]:
+    """The zero-shot protocol as a subject-wise cross-validation on real recordings (``cfg.data``).
+
+    Folds from :func:`..recordings.subject_folds` (the first ``max_folds`` of ``n_folds``); every fold trains its
+    own models. The test predictions of the folds are pooled (each window is tested once, by the fold that held
+    its subject out), so accuracy and macro-F1 of every row the protocol keeps predictions of are those of the
+    pooled predictions; other rows (linear protocol, released taps) are the test-size-weighted mean over folds.
+    Validation curves come back per fold (``<model>_fold<k>``), timings summed.
+    """
+    from ..recordings import subject_folds
+
+    r_split, r_mod = spawn(rng, 2)
+    folds = subject_folds(bank.labels, bank.groups, cfg.n_folds, r_split)[: cfg.max_folds or None]
+    keeps: list[EvalPredictions] = []
+    per_fold = []
+    for (tr, va, te), r in zip(folds, spawn(r_mod, len(folds)), strict=True):
+        per_fold.append(_zero_shot(cfg, bank.subset(tr), bank.subset(va), bank.subset(te), r, keeps))
+    n_classes = keeps[0].n_classes
+    pooled = EvalPredictions(np.concatenate([k.labels for k in keeps]), n_classes)
+    for row, per_rate in keeps[0].rows.items():
+        pooled.rows[row] = {fs: np.concatenate([k.rows[row][fs] for k in keeps]) for fs in per_rate}
+    weights = [k.labels.size for k in keeps]
+    results: dict[str, dict[float, tuple[float, float]]] = {}
+    for row, rates in per_fold[0][0].items():
+        results[row] = {}
+        for fs in rates:
+            if row in pooled.rows and fs in pooled.rows[row]:
+                pred = pooled.rows[row][fs]
+                results[row][fs] = (accuracy(pooled.labels, pred), macro_f1(pooled.labels, pred, n_classes))
+            else:
+                acc, f1 = np.average([f[0][row][fs] for f in per_fold], axis=0, weights=weights)
+                results[row][fs] = (float(acc), float(f1))
+    timings = {key: float(sum(f[1][key] for f in per_fold)) for key in per_fold[0][1]}
+    curves = {f"{name}_fold{k}": curve for k, f in enumerate(per_fold) for name, curve in f[2].items()}
+    return results, timings, curves, pooled
