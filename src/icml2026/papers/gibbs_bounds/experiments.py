@@ -18,6 +18,7 @@ import numpy as np
 from icml2026.core import Check, Outcome, experiment, spawn
 from icml2026.core.config import config, param
 from icml2026.core.device import check_device_name, resolve_device
+from icml2026.core.errors import BadInput
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
 from icml2026.core.validate import finite_number
@@ -36,6 +37,7 @@ from .finite import (
     make_finite_linear_problem,
     sample_empirical_risks,
 )
+from .folder import check_model_spec, load_folder_task, model_factory
 from .langevin import GridRow, run_beta_grid
 from .sampler import ChainDivergedError, SGLDConfig
 from .stability import exact_gibbs_linear, make_linear_sigmoid_problem, ula_linear_chains
@@ -246,13 +248,34 @@ class LangevinBoundsConfig:
     )
     checkpoint_dir: str | None = None  # if set: per-beta checkpoints and CSVs are written there
     device: str = param("cpu", help="torch device of the chains: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+    data: str = param(
+        "",
+        help="the user's data instead of `dataset`: a folder (train.npz + test.npz, one .npz, X.npy + y.npy, or "
+        "an image folder with one subfolder per class) or one .npz file; see folder.py",
+    )
+    classes_one: str = param("", help="with data=: comma-separated labels mapped to 1 (default: upper half)")
+    model: str = param(
+        "mlp",
+        help="classifier: 'mlp' (width x n_hidden), 'cnn' (images), or FILE.py:FUNCTION / module:FUNCTION, "
+        "a function build(in_shape, generator) -> torch.nn.Module",
+    )
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
         _check_grid_from_zero("betas", self.betas)
-        if self.dataset == "digits" and self.n_train > _DIGITS_MAX_TRAIN:
+        check_model_spec(self.model)
+        if self.data:
+            if not Path(self.data).exists():
+                raise ValueError(f"data = {self.data!r}: no such file or folder")
+            for tok in filter(None, self.classes_one.split(",")):
+                if not tok.strip().lstrip("-").isdigit():
+                    raise ValueError(f"classes_one = {self.classes_one!r}: must be comma-separated integer labels")
+        elif self.classes_one:
+            raise ValueError("classes_one: only with data= (the shipped data sets have their fixed split)")
+        # with data=, n_train and n_test are checked against the folder's contents when it is read
+        if not self.data and self.dataset == "digits" and self.n_train > _DIGITS_MAX_TRAIN:
             raise ValueError(f"n_train = {self.n_train}: the digits data allow at most {_DIGITS_MAX_TRAIN}")
-        if self.dataset in ("mnist1d", "mnist1d_real"):
+        elif not self.data and self.dataset in ("mnist1d", "mnist1d_real"):
             for name in ("n_train", "n_test"):
                 if getattr(self, name) % 2:
                     raise ValueError(f"{name} = {getattr(self, name)}: must be even for mnist1d (balanced)")
@@ -360,12 +383,25 @@ def langevin_bounds(cfg: LangevinBoundsConfig, rng: np.random.Generator) -> Outc
     t0 = time.perf_counter()
     device = resolve_device(cfg.device)  # a device this machine lacks: MissingDependency before any work
     data_rng, label_rng, true_rng, rand_rng = spawn(rng, 4)
-    if cfg.dataset == "mnist1d":
+    factory = None
+    if cfg.data:  # the user's data and classifier (issue 68); a bad folder or model is exit status 2
+        try:
+            task = load_folder_task(
+                cfg.data, cfg.n_train, cfg.n_test, data_rng, classes_one=cfg.classes_one, flatten=cfg.model == "mlp"
+            )
+        except ValueError as exc:
+            raise BadInput(str(exc)) from exc
+    elif cfg.dataset == "mnist1d":
         task = mnist1d_binary_task(cfg.n_train, cfg.n_test, data_rng)
     elif cfg.dataset == "mnist1d_real":
         task = real_mnist1d_binary_task(cfg.n_train, cfg.n_test, data_rng)
     else:
         task = digits_binary_task(cfg.n_train, data_rng)
+    if cfg.model != "mlp":
+        try:
+            factory = model_factory(cfg.model, tuple(task.x_train.shape[1:]), cfg.width, cfg.n_hidden)
+        except ValueError as exc:
+            raise BadInput(str(exc)) from exc
     rand_task = randomize_labels(task, label_rng)
     n = task.n_train
     ckpt = Path(cfg.checkpoint_dir) if cfg.checkpoint_dir is not None else None
@@ -383,6 +419,8 @@ def langevin_bounds(cfg: LangevinBoundsConfig, rng: np.random.Generator) -> Outc
             checkpoint_dir=None if ckpt is None else ckpt / label,
             description=f"{label} labels",
             device=device,
+            model_factory=factory,
+            model_name=cfg.model,
         )
 
     try:

@@ -14,7 +14,7 @@ import io
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -111,8 +111,17 @@ def sample_prior_weights(model: torch.nn.Module, prior_std: float, generator: to
 
 
 def _logits(model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """The model's scores; a NaN (weights so large that inf - inf appears) means the chain diverged."""
-    logits = model(x).squeeze(-1)
+    """The model's scores; a NaN (weights so large that inf - inf appears) means the chain diverged.
+
+    A classifier returns one score per example ((m,) or (m, 1)) or two logits (m, 2), whose difference is
+    the score of label 1 (any torch classifier, issue 68)."""
+    out = model(x)
+    if out.ndim == 2 and out.shape[1] == 2:
+        logits = out[:, 1] - out[:, 0]
+    elif (out.ndim == 2 and out.shape[1] == 1) or out.ndim == 1:
+        logits = out.reshape(-1)
+    else:
+        raise ValueError(f"model: a binary classifier returns (m,), (m, 1) or (m, 2) scores, got {tuple(out.shape)}")
     if bool(torch.any(torch.isnan(logits))):
         raise ChainDivergedError("the network's output is NaN: the chain's weights diverged")
     return logits
@@ -187,6 +196,8 @@ def run_beta_grid(
     checkpoint_dir: str | Path | None = None,
     description: str = "SGLD beta grid",
     device: str | torch.device = "cpu",
+    model_factory: Callable[[torch.Generator], torch.nn.Module] | None = None,
+    model_name: str = "mlp",
 ) -> list[GridRow]:
     """Estimate ``E_{Q_beta}`` of the train/test losses and 0-1 errors on a beta grid (brief, Sampler).
 
@@ -197,6 +208,9 @@ def run_beta_grid(
         code): the chain at ``beta`` targets ``exp(-beta * BBCE_S) pi``, i.e. inverse temperature
         ``beta * l_max`` for the normalised loss ``BBCE / l_max`` reported in the rows.
     width, n_hidden : MLP shape. sgld : chain settings. l_max : loss cap of the bounded BCE.
+    model_factory : ``generator -> torch.nn.Module``, any classifier (see ``folder.model_factory``) instead of
+        the MLP; its initial weights must come from the generator. model_name : its name in the checkpoint
+        fingerprint.
     rng : numpy generator; one independent child stream per beta is spawned from it up front.
     n_prior_draws : number of prior draws averaged at beta = 0 (paper: 1000).
     checkpoint_dir : if given, each finished beta is saved there (``beta_<k>.json``, k as 3 digits) and skipped on a
@@ -236,6 +250,8 @@ def run_beta_grid(
         }
         if dev.type != "cpu":  # CPU checkpoints keep the fingerprint they had before the device option
             payload["device"] = str(dev)
+        if model_factory is not None:  # MLP checkpoints keep the fingerprint they had before the model option
+            payload["model"] = model_name
         fp = _fingerprint(task, payload)
         meta = ckpt / "meta.json"
         if meta.exists():
@@ -255,7 +271,11 @@ def run_beta_grid(
             rows.append(_row_from_json(path.read_text()))
             continue
         gen = torch_generator(streams[k])
-        model = make_mlp(xtr.shape[1], width, n_hidden, gen).to(dev)
+        model: torch.nn.Module
+        if model_factory is None:
+            model = make_mlp(xtr.shape[1], width, n_hidden, gen).to(dev)
+        else:
+            model = model_factory(gen).to(dev)
         if k == 0:  # beta = 0: Q_0 is the prior; average over independent prior draws
             acc = np.zeros(4)
             with torch.no_grad():
