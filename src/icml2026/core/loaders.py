@@ -591,6 +591,10 @@ def load_diffusers_pipeline(path: str | Path, *, dtype: str | None = None, devic
 
     # diffusers renamed ``torch_dtype`` to ``dtype`` (the old name warns); older releases know only the old one.
     dtype_key = "dtype" if hasattr(deprecation_utils, "_resolve_dtype") else "torch_dtype"
+    from diffusers.utils import logging as diffusers_logging
+
+    bar_was_on = diffusers_logging.is_progress_bar_enabled()
+    diffusers_logging.disable_progress_bar()  # our runs report their own progress; errors stay one line
     try:
         pipeline = DiffusionPipeline.from_pretrained(str(p), local_files_only=True, **{dtype_key: torch_dtype})
     except (OSError, ValueError, KeyError, AttributeError) as exc:
@@ -598,6 +602,9 @@ def load_diffusers_pipeline(path: str | Path, *, dtype: str | None = None, devic
         # component class (named in model_index.json) that it does not have.
         raise BadInput(f"{key} = {str(path)!r}: cannot be loaded as a diffusers pipeline: "
                        f"{one_line(exc, 300)}") from exc
+    finally:
+        if bar_was_on:
+            diffusers_logging.enable_progress_bar()
     return pipeline.to(torch_device)
 
 

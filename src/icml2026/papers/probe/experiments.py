@@ -75,10 +75,17 @@ class HeadlineConfig:
     latent_lr: float = param(0.05, 1e-5, 10.0, help="B5 Adam step on the latent")
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
     workers: int = param(1, 1, 64, help="processes running the sub-seeds side by side (CPU only; same results)")
+    model: str = param("", help="a diffusers pipeline folder (DDPMPipeline: unet + scheduler) used as the seen "
+                       "generator instead of training one here; its images must have the dataset's size and "
+                       "channels")
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
         check_workers(self.workers, self.device)
+        if self.model:
+            from icml2026.core.loaders import check_model_path
+
+            check_model_path(self.model, kinds=("diffusers",))
         if self.dump_every > self.n_updates:
             raise ValueError(f"dump_every = {self.dump_every}: must be <= n_updates = {self.n_updates}")
         if self.grad_steps > self.ddim_steps:
@@ -104,8 +111,18 @@ class HeadlineConfig:
 
 
 def train_seen(real_train: np.ndarray, cfg: HeadlineConfig, rng: np.random.Generator) -> DiffusionGenerator:
-    """The seen generator: a DDPM with the attention UNet, DDIM sampling (built on the CPU, moved to cfg.device)."""
+    """The seen generator: a DDPM with the attention UNet, DDIM sampling (built on the CPU, moved to cfg.device);
+    or, with ``cfg.model``, the user's pretrained pipeline (nothing trained here)."""
     r_init, r_fit = spawn(rng, 2)
+    if cfg.model:
+        gen = DiffusionGenerator.from_pipeline(cfg.model, "ddim", cfg.ddim_steps, device=cfg.device)
+        want = tuple(real_train.shape[1:])
+        if (gen.channels, gen.size, gen.size) != want:
+            from icml2026.core.errors import BadInput
+
+            raise BadInput(f"model = {cfg.model!r}: its UNet makes {gen.channels}x{gen.size}x{gen.size} images; "
+                           f"the dataset {cfg.dataset!r} at size {cfg.size} is {'x'.join(map(str, want))}")
+        return gen
     with torch_seeded(r_init):  # the UNet's initial weights from the run's stream, not the process's history
         unet = seen_unet(real_train.shape[2], real_train.shape[1]).to(cfg.device)
     gen = DiffusionGenerator(unet, "ddim", cfg.ddim_steps)

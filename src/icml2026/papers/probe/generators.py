@@ -109,6 +109,8 @@ class DiffusionGenerator:
     sampler : "ddim" (deterministic, eta = 0) or "ddpm" (ancestral).
     n_sample_steps : number of sampling steps.
     n_train_timesteps : T of the forward process (squared-cosine schedule).
+    scheduler_config : the forward process of a pretrained pipeline (its scheduler's ``config``), used instead
+        of the squared-cosine schedule with ``n_train_timesteps`` (see :meth:`from_pipeline`).
     """
 
     def __init__(
@@ -117,6 +119,7 @@ class DiffusionGenerator:
         sampler: Literal["ddim", "ddpm"] = "ddim",
         n_sample_steps: int = 10,
         n_train_timesteps: int = 1000,
+        scheduler_config: Any = None,
     ) -> None:
         from diffusers import DDIMScheduler, DDPMScheduler
 
@@ -124,10 +127,14 @@ class DiffusionGenerator:
             raise ValueError(f"sampler: must be 'ddim' or 'ddpm', got {sampler!r}")
         self.unet: Any = cast(Any, unet)
         self.sampler = sampler
+        if scheduler_config is not None:
+            self.train_scheduler: Any = cast(Any, DDPMScheduler.from_config(scheduler_config))
+            n_train_timesteps = int(self.train_scheduler.config.num_train_timesteps)
+        else:
+            self.train_scheduler = cast(
+                Any, DDPMScheduler(num_train_timesteps=n_train_timesteps, beta_schedule="squaredcos_cap_v2")
+            )
         self.n_sample_steps = positive_int(n_sample_steps, "n_sample_steps", maximum=n_train_timesteps)
-        self.train_scheduler: Any = cast(
-            Any, DDPMScheduler(num_train_timesteps=n_train_timesteps, beta_schedule="squaredcos_cap_v2")
-        )
         self.scheduler: Any
         if sampler == "ddim":
             self.scheduler = DDIMScheduler.from_config(self.train_scheduler.config)
@@ -136,6 +143,42 @@ class DiffusionGenerator:
         self.scheduler.set_timesteps(self.n_sample_steps)
         cfg = self.unet.config
         self.size, self.channels = int(cfg.sample_size), int(cfg.in_channels)
+
+    @classmethod
+    def from_pipeline(
+        cls,
+        path: str,
+        sampler: Literal["ddim", "ddpm"] = "ddim",
+        n_sample_steps: int = 10,
+        device: str = "cpu",
+        key: str = "model",
+    ) -> DiffusionGenerator:
+        """A pretrained generator from a diffusers pipeline folder (e.g. ``DDPMPipeline.save_pretrained``):
+        its ``unet`` (a ``UNet2DModel`` predicting the noise) and its scheduler's forward process, read through
+        :func:`icml2026.core.loaders.load_diffusers_pipeline`; frozen, as a generator trained by :meth:`fit`.
+
+        Raises
+        ------
+        BadInput
+            The folder is missing or not a pipeline, or its denoiser is not a pixel-space ``UNet2DModel``
+            predicting epsilon (a latent-diffusion pipeline needs its VAE, which this generator does not run).
+        """
+        from icml2026.core.errors import BadInput
+        from icml2026.core.loaders import load_diffusers_pipeline
+
+        pipe = load_diffusers_pipeline(path, device=device, key=key)
+        unet, sched = getattr(pipe, "unet", None), getattr(pipe, "scheduler", None)
+        if unet is None or sched is None or getattr(pipe, "vae", None) is not None:
+            raise BadInput(f"{key} = {path!r}: needs a pixel-space pipeline with a unet and a scheduler "
+                           f"(got {type(pipe).__name__}; latent pipelines are not run by this generator)")
+        if getattr(sched.config, "prediction_type", "epsilon") != "epsilon":
+            raise BadInput(f"{key} = {path!r}: the scheduler predicts {sched.config.prediction_type!r}; "
+                           "this generator needs epsilon prediction")
+        gen = cls(unet, sampler, n_sample_steps, scheduler_config=sched.config)
+        gen.unet.eval()
+        for p in gen.unet.parameters():
+            p.requires_grad_(False)
+        return gen
 
     @property
     def device(self) -> torch.device:
