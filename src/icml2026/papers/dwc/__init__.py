@@ -22,10 +22,11 @@ from .baselines import DWCActor, MLPActor, QuantMLPActor
 from .checkpoint import convert_checkpoint, load_checkpoint
 from .data import ControlLaw, lqr_cartpole_law, sample_states
 from .encoding import ObsNormalizer, thermometer_encode, thermometer_thresholds
+from .envs import env_dims, env_factory, make_vector_env
 from .interpret import FirstLayerReport, first_layer_report
 from .lut import MAPPING_TAU, EFDLookup, LearnableMapping, LUTLayer, efd_constants, efd_weights
 from .policy import DWCPolicy, IntegerDWC, PolicyError, head_affine
-from .sac import SACConfig, SACResult, evaluate, make_actor, make_env, train_sac
+from .sac import ReplayBuffer, SACConfig, SACResult, evaluate, make_actor, make_env, train_sac
 from .supervised import fit_mse
 from .verilog import ExportResult, SimulationResult, export_verilog, have_iverilog, have_yosys, simulate, synth_stats
 
@@ -38,5 +39,5 @@ __all__ = [
     "first_layer_report", "fit_mse", "have_iverilog", "have_yosys", "head_affine", "load_checkpoint",
     "lqr_cartpole_law",
     "make_actor", "make_env", "sample_states", "simulate", "synth_stats", "thermometer_encode",
-    "thermometer_thresholds", "train_sac",
+    "thermometer_thresholds", "train_sac", "env_dims", "env_factory", "make_vector_env", "ReplayBuffer",
 ]

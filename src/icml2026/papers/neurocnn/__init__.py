@@ -20,6 +20,7 @@ from .baselines import FixedCNN, FNOClassifier, ResampleBack, ckconv_model
 from .data import ECG_CLASSES, SLEEP_CLASSES, SignalBank, linear_resample, make_ecg_bank, make_sleep_bank
 from .model import NeurOCNN, TokenHead
 from .pooling import FourierProjectionPool, fourier_basis, projection_matrix
+from .recordings import RecordingBank, load_cinc2017, load_sleep_edf, subject_folds
 from .spline_conv import (
     ContinuousConv1d,
     SirenConv1d,
@@ -61,4 +62,8 @@ __all__ = [
     "predict",
     "accuracy",
     "macro_f1",
+    "RecordingBank",
+    "load_sleep_edf",
+    "load_cinc2017",
+    "subject_folds",
 ]
