@@ -27,6 +27,7 @@ H                      number of heads ``n_heads``
 from .baselines import least_squares_recovery
 from .data import random_sequences, random_single_head, relative_error
 from .exact import NotIdentifiableError, recover_exact
+from .hf_head import PretrainedHead, heads_of_layer, layer_attention_readout
 from .low_rank import factored_als, nuclear_norm_recovery, recover_low_rank
 from .model import HeadEstimate, SingleHeadAttention
 from .multihead import MultiHeadAttention, nonidentifiable_pair
@@ -76,4 +77,7 @@ __all__ = [
     "OneLayerEstimate",
     "random_one_layer",
     "recover_one_layer",
+    "PretrainedHead",
+    "heads_of_layer",
+    "layer_attention_readout",
 ]

@@ -49,6 +49,7 @@ from .finite import (
     make_finite_linear_problem,
     sample_empirical_risks,
 )
+from .folder import load_folder_task, model_factory
 from .langevin import (
     GridRow,
     bounded_bce,
@@ -61,6 +62,8 @@ from .langevin import (
 from .sampler import ChainDivergedError, ChainResult, SGLDConfig, run_sgld_chain, sgld_step, sgld_update
 
 __all__ = [
+    "load_folder_task",
+    "model_factory",
     "KL_INVERSE_CAP",
     "BinaryTask",
     "BoundCurve",
