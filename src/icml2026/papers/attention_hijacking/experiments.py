@@ -50,6 +50,8 @@ __all__ = ["anchor", "noise", "functional", "base_dd", "ablation", "scale", "twe
 # per experiment on 2 shared cores): 2 distillation seeds (the least a lower bound over seeds needs), 2 outer
 # steps, 200 training and 100 test sentences, 3 victims, no baselines or defences.
 _SMALL: dict[str, Any] = {"n_seeds": 2, "n_steps": 2, "n_train": 200, "n_test": 100, "n_learners": 3, "workers": 1}
+#: The controls of `grid` and `scale` (the costliest runs): 1 outer step, 64 training and 60 test sentences.
+_TINY: dict[str, Any] = {"n_steps": 1, "n_train": 64, "n_test": 60}
 _CONTROL: dict[str, Any] = {**_QUICK, **_SMALL, "baselines": 0, "n_strip": 10, "strip_perturb": 2, "n_onion": 4}
 
 
@@ -153,8 +155,9 @@ _SCALE_QUICK: dict[str, Any] = dict(arch="minilm-l6", n_seeds=1, n_steps=4, n_le
     presets={"smoke": AHConfig(**{**_SMOKE, "arch": "minilm-l6", "baselines": 0}),
              "quick": AHConfig(**_SCALE_QUICK),
              "full": AHConfig(arch="minilm-l6", n_seeds=1, n_steps=300, baselines=0, workers=2),
-             "planted": _ctl({**_SCALE_QUICK, **_SMALL, "n_steps": 1, "n_strip": 10, "n_onion": 4}, "planted"),
-             "null": _ctl({**_SCALE_QUICK, **_SMALL, "n_steps": 1, "n_strip": 10, "n_onion": 4}, "null")},
+             # controls: MiniLM-L6 forward passes, so the smallest data
+             "planted": _ctl({**_SCALE_QUICK, **_SMALL, **_TINY, "n_strip": 10, "n_onion": 4}, "planted"),
+             "null": _ctl({**_SCALE_QUICK, **_SMALL, **_TINY, "n_strip": 10, "n_onion": 4}, "null")},
 )
 def scale(cfg: AHConfig, rng: np.random.Generator) -> Outcome:
     return _scale.scale(cfg, rng)
@@ -199,8 +202,9 @@ _GRID_QUICK: dict[str, Any] = {**_QUICK, "n_steps": 30, "n_learners": 2, "minilm
     presets={"smoke": GridConfig(**{**_SMOKE, "minilm_steps": 2, "cls_only_last_layer": 1}),
              "quick": GridConfig(**_GRID_QUICK),
              "full": GridConfig(workers=2, cls_only_last_layer=1),
-             "planted": _ctl({**_GRID_QUICK, **_SMALL, "baselines": 0}, "planted", GridConfig),
-             "null": _ctl({**_GRID_QUICK, **_SMALL, "baselines": 0}, "null", GridConfig)},
+             # controls: 20 sets a run (3 triggers x 3 arms + clean DD, 2 seeds), so the smallest data
+             "planted": _ctl({**_GRID_QUICK, **_SMALL, **_TINY, "baselines": 0}, "planted", GridConfig),
+             "null": _ctl({**_GRID_QUICK, **_SMALL, **_TINY, "baselines": 0}, "null", GridConfig)},
 )
 def grid(cfg: GridConfig, rng: np.random.Generator) -> Outcome:
     return _grid.grid(cfg, rng)
