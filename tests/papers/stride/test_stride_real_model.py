@@ -172,11 +172,16 @@ def _cli(argv: list[str]) -> tuple[int, str]:
     return code, err.getvalue()
 
 
-@pytest.mark.slow  # ~1 min: both experiments' smoke presets on the tiny Llama, with LoRA
-@pytest.mark.parametrize("name", ["stride.protein_stress_test", "stride.molecule_editing"])
+@pytest.mark.parametrize("name", [
+    "stride.protein_stress_test",
+    pytest.param("stride.molecule_editing", marks=pytest.mark.slow),  # RDKit task building: ~30 s
+])
 def test_cli_runs_on_a_local_checkpoint_with_lora(name, tiny_llama, tmp_path):
+    # the smoke preset cut further (a few SFT / RL steps, 2 samples): the point is the path, not the numbers
+    small = ["--set", "sft_steps=3", "--set", "rl_steps=1"]
+    small += ["--set", "n_samples=2"] if name == "stride.protein_stress_test" else []
     code, err = _cli(["run", name, "--preset", "smoke", "--set", f"model={tiny_llama}", "--set", "lora_rank=2",
-                      "--threads", "1", "--out", str(tmp_path)])
+                      *small, "--threads", "1", "--out", str(tmp_path)])
     assert code in (0, 1, 4), err[-2000:]
     (folder,) = (tmp_path / name).glob("smoke-seed0-*")
     r = json.loads((folder / "results.json").read_text())

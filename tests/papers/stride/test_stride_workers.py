@@ -22,6 +22,7 @@ def _metrics(name: str, **changes: object) -> dict[str, float]:
     return exp(cfg, make_rng(7)).metrics
 
 
+@pytest.mark.slow  # ~1 min: four smoke runs of each experiment with the Stage 0 checkpoint
 @pytest.mark.parametrize("name", ["stride.protein_stress_test", "stride.molecule_editing"])
 def test_two_workers_give_the_metrics_of_one(name: str) -> None:
     one = _metrics(name, n_seeds=2, workers=1)
@@ -42,6 +43,7 @@ def test_workers_on_an_accelerator_or_below_one_are_refused(cls: type) -> None:
     assert cls(workers=1, device="cuda").workers == 1
 
 
+@pytest.mark.slow  # ~1 min: both smoke presets, two seeds each, in worker processes
 def test_module_cli_runs_both_experiments_side_by_side_into_run_folders(tmp_path) -> None:
     import json
     import subprocess

@@ -13,7 +13,11 @@ textual trajectory            :func:`render` / :func:`parse`; completions :func:
 consistency gate + reward     :func:`completion_reward`
 f (protein oracle)            :class:`ProteinOracle` (``.score(seq)``); R: :func:`protein_reward`
 chem_reward                   :func:`molecule_reward` (parts: :func:`score_molecule_edit`)
-pi_theta, pi_ref, pi_old      the GPT-2-class model of :func:`build_policy`; :func:`rl_train` keeps pi_ref/pi_old
+pi_theta, pi_ref, pi_old      a Hugging Face causal LM (:func:`build_policy`, :func:`load_policy`); :func:`rl_train`
+                              keeps pi_old detached and pi_ref as the LoRA adapter switched off
+                              (:class:`AdapterDisabled`) or a frozen copy
+tokenizer / text format       :meth:`EditVocab.tokenizer` (word-level), :class:`EditCodec` (any HF tokenizer)
+Stage 0 (ours, not the paper) :func:`pretrain_edit_lm` (generic edit pretraining of the tiny model)
 A_i, rho_{i,t}, s_i           :func:`group_advantages`, :func:`grpo_loss`, :func:`gspo_loss`
 eps, eps_low, eps_high, beta  :class:`RLConfig` (``eps``, ``eps_low``, ``eps_high``, ``beta``)
 G                             ``RLConfig.group_size``
@@ -45,6 +49,8 @@ from .edits import (
 )
 from .evaluate import executed_output, molecule_metrics, protein_metrics
 from .policy import (
+    AdapterDisabled,
+    EditCodec,
     EditVocab,
     PolicyConfig,
     SFTConfig,
@@ -55,6 +61,7 @@ from .policy import (
     save_policy,
     sft_train,
 )
+from .pretrain import PretrainConfig, pretrain_edit_lm, shared_vocab, teacher_forced_exact
 from .rewards import (
     AMINO_ACIDS,
     INSTRUCTIONS,
@@ -71,6 +78,12 @@ from .rl import RLConfig, RLHistory, group_advantages, grpo_loss, gspo_loss, rl_
 
 __all__ = [
     "AMINO_ACIDS",
+    "AdapterDisabled",
+    "EditCodec",
+    "PretrainConfig",
+    "pretrain_edit_lm",
+    "shared_vocab",
+    "teacher_forced_exact",
     "Edit",
     "EditVocab",
     "INSTRUCTIONS",

@@ -114,14 +114,16 @@ def teacher_forced_exact(model: Any, codec: EditCodec, pairs: Sequence[tuple[Seq
 
 
 def pretrain_edit_lm(cfg: PretrainConfig, rng: np.random.Generator, *, out: str | Path | None = None,
-                     eval_every: int = 500, log: Any = None, init: str | Path | None = None
-                     ) -> tuple[Any, EditCodec, list[dict[str, float]]]:
+                     eval_every: int = 500, log: Any = None, init: str | Path | None = None,
+                     stop_after: int | None = None) -> tuple[Any, EditCodec, list[dict[str, float]]]:
     """Train the tiny policy on fresh generic pairs each step (both completion formats, source indexed).
 
     Returns the model, its codec and the evaluation history (teacher-forced exact output on 256 fresh
     held-out amino-acid pairs of length 12 and 24). With ``out`` the model and its tokenizer are saved there
     (``save_pretrained``) after every evaluation. ``init``: a folder saved by an earlier call to train on
     (a second schedule of ``cfg.n_steps`` steps; the architecture fields are then the folder's).
+    ``stop_after``: stop after that many steps of the ``cfg.n_steps`` schedule (the shipped checkpoint is
+    1,500 steps of a 2,500-step schedule).
     """
     vocab = shared_vocab()
     codec = EditCodec(vocab.tokenizer(), vocab, index_source=True)
@@ -139,7 +141,7 @@ def pretrain_edit_lm(cfg: PretrainConfig, rng: np.random.Generator, *, out: str 
     sft = SFTConfig(n_steps=cfg.n_steps, batch_size=cfg.batch_size, lr=cfg.lr, warmup=cfg.warmup)
     history: list[dict[str, float]] = []
     model.train()
-    for step in range(cfg.n_steps):
+    for step in range(cfg.n_steps if stop_after is None else min(stop_after, cfg.n_steps)):
         pairs = generic_pairs(vocab, cfg.batch_size, cfg.min_length, cfg.max_length, rng)
         prompts, comps = [], []
         for k, (s, t) in enumerate(pairs):
@@ -154,7 +156,7 @@ def pretrain_edit_lm(cfg: PretrainConfig, rng: np.random.Generator, *, out: str 
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        if (step + 1) % eval_every == 0 or step + 1 == cfg.n_steps:
+        if (step + 1) % eval_every == 0 or step + 1 in (cfg.n_steps, stop_after):
             model.eval()
             rec = {"step": float(step + 1), "loss": float(loss.detach())}
             for L, pairs_l in held.items():
@@ -169,7 +171,7 @@ def pretrain_edit_lm(cfg: PretrainConfig, rng: np.random.Generator, *, out: str 
     return model, codec, history
 
 
-if __name__ == "__main__":  # python -m icml2026.papers.stride.pretrain --steps 2500 --out DIR [--init DIR]
+if __name__ == "__main__":  # python -m icml2026.papers.stride.pretrain --steps 2500 --stop-after 1500 --out DIR
     import argparse
     import json
     import sys
@@ -180,6 +182,7 @@ if __name__ == "__main__":  # python -m icml2026.papers.stride.pretrain --steps 
     ap.add_argument("--steps", type=int, default=PretrainConfig.n_steps)
     ap.add_argument("--out", required=True, help="folder to save into (after every evaluation)")
     ap.add_argument("--init", default=None, help="continue from a folder saved by this command")
+    ap.add_argument("--stop-after", type=int, default=None, help="stop after this many steps of the schedule")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--eval-every", type=int, default=250)
     ap.add_argument("--threads", type=int, default=1)
@@ -194,4 +197,4 @@ if __name__ == "__main__":  # python -m icml2026.papers.stride.pretrain --steps 
         sys.stdout.flush()
 
     pretrain_edit_lm(PretrainConfig(n_steps=args.steps), np.random.default_rng(args.seed), out=args.out,
-                     eval_every=args.eval_every, log=_log, init=args.init)
+                     eval_every=args.eval_every, log=_log, init=args.init, stop_after=args.stop_after)
