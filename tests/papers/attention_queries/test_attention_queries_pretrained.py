@@ -151,7 +151,7 @@ def test_cli_on_minilm_every_head_of_layer_0(tmp_path):
     assert res["metrics"]["n_heads_recovered"] == 12 and res["metrics"]["d"] == 384
 
 
-@pytest.mark.parametrize("build", [_random_bert, _random_gpt2])
+@pytest.mark.parametrize("build", [_random_bert, pytest.param(_random_gpt2, marks=pytest.mark.slow)])
 def test_cli_on_a_saved_tiny_checkpoint(tmp_path, build):
     from icml2026.cli import main
 
