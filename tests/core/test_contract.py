@@ -47,7 +47,6 @@ NOT_YET_CONVERTED = frozenset({
     "fedtreelora",
     "probe",
     "specflow",
-    "sponge_tool_attack",
     "stride",
     "vlm_binding",
 })
