@@ -137,6 +137,7 @@ def test_triggered_rows_must_match_the_non_target_test_rows(factory, rt_small, c
                            triggered=trig, seq_len=16)
 
 
+@pytest.mark.slow  # two distillations (over 5 s; 195 s on the shared cores of 2026-12-07)
 def test_hijack_reaches_the_victims_through_the_distilled_attention_labels(factory, rt_small):
     """Criterion 4's mechanism on a tiny random learner: victims of an AH set attend to the inserted trigger
     more than victims of a clean set, and only when trained with the published attention labels.
