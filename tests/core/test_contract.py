@@ -47,7 +47,6 @@ NOT_YET_CONVERTED = frozenset({
     "fedtreelora",
     "probe",
     "specflow",
-    "stride",
     "vlm_binding",
 })
 
