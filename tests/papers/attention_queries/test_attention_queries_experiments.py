@@ -18,11 +18,14 @@ NAMES = [
     "attention_queries.noisy_bound",
     "attention_queries.precision_recovery",
 ]
+# its quick preset builds a transformers model (~10 s): run by the contract test and the CLI tests of
+# test_attention_queries_pretrained.py
+TORCH_NAMES = ["attention_queries.pretrained_head"]
 
 
 def test_all_experiments_registered():
     registered = {n for n in all_experiments() if n.startswith("attention_queries.")}
-    assert registered == set(NAMES)
+    assert registered == set(NAMES) | set(TORCH_NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)
