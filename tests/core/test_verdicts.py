@@ -224,3 +224,21 @@ def test_runs_from_before_roles_are_marked(toy_registry: dict, tmp_path: Path) -
     assert "**not reproduced** †" in row
     assert "† 1 row(s) hold runs recorded before checks had roles" in text
     assert "†" not in next(line for line in text.splitlines() if "toy.passes" in line)
+
+
+def test_concurrent_stores_of_one_paper_lose_no_entry(tmp_path) -> None:  # noqa: ANN001
+    """Several `controls --store` of one paper at once: every experiment's entry survives."""
+    import threading
+
+    from icml2026.core.controls import ControlRecord, _read, store_controls
+
+    path = tmp_path / "controls.json"
+    rec = ControlRecord(power=1.0, false_positive_rate=0.0, seeds=[0, 1, 2, 3, 4], planted_passed=[True] * 5,
+                        null_passed=[False] * 5, planted_values=[1.0] * 5, null_values=[0.0] * 5, target="> 0.5")
+    names = [f"paper.exp{i}" for i in range(12)]
+    threads = [threading.Thread(target=store_controls, args=(n, {"check": rec}, path)) for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(_read(path)) == sorted(names)

@@ -182,16 +182,26 @@ def store_controls(name: str, records: dict[str, ControlRecord], path: Path | No
     """Write ``records`` as experiment ``name``'s entry of its paper's ``controls.json`` (atomically)."""
     from .runner import to_jsonable
 
+    import fcntl
+
     path = controls_path(name.split(".", 1)[0]) if path is None else Path(path)
-    data = _read(path)
-    data[name] = {k: to_jsonable(asdict(v)) for k, v in sorted(records.items())}
-    text = json.dumps(dict(sorted(data.items())), indent=1) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # several `controls --store` of one paper at once: the read-modify-write is serialised by a lock on a
+    # file beside controls.json (never through a link), so that no experiment's entry is lost
+    lock = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = _read(path)
+        data[name] = {k: to_jsonable(asdict(v)) for k, v in sorted(records.items())}
+        text = json.dumps(dict(sorted(data.items())), indent=1) + "\n"
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        os.close(lock)
     return path
