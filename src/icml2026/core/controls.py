@@ -180,9 +180,9 @@ def measure_controls(
 
 def store_controls(name: str, records: dict[str, ControlRecord], path: Path | None = None) -> Path:
     """Write ``records`` as experiment ``name``'s entry of its paper's ``controls.json`` (atomically)."""
-    from .runner import to_jsonable
-
     import fcntl
+
+    from .runner import to_jsonable
 
     path = controls_path(name.split(".", 1)[0]) if path is None else Path(path)
     # several `controls --store` of one paper at once: the read-modify-write is serialised by a lock on a
