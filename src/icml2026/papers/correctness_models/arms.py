@@ -19,9 +19,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .metrics import auroc
+from icml2026.core import stats
 
 __all__ = ["with_auroc_gain", "with_auroc_loss"]
+
+
+def auroc(scores: np.ndarray, y: np.ndarray) -> float:
+    """AUROC of ``scores`` against ``y`` (:func:`icml2026.core.stats.auroc`; one class only is an error, as in
+    :func:`.metrics.auroc`)."""
+    return stats.auroc(scores, y, one_class="raise")
 
 
 def _smallest_k(scores: np.ndarray, y: np.ndarray, order: np.ndarray, values: np.ndarray, target: float,
