@@ -328,6 +328,8 @@ class InProcessGrid(Grid):  # type: ignore[misc]
 
     def __init__(self, app: ClientApp, n_nodes: int, run_config: dict[str, Any]) -> None:
         self.app = app
+        self._replies: dict[str, Message] = {}  # pushed, not yet pulled
+        self._pulled: set[str] = set()
         self.contexts = {
             node: Context(
                 run_id=0,
@@ -368,13 +370,25 @@ class InProcessGrid(Grid):  # type: ignore[misc]
         return list(self.contexts)
 
     def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:
-        raise NotImplementedError("use send_and_receive")
+        """Deliver each message to its node at once (in process) and keep the reply under a new id."""
+        ids = []
+        for m in messages:
+            ident = str(len(self._replies) + len(self._pulled))
+            self._replies[ident] = self.app(m, self.contexts[m.metadata.dst_node_id])
+            ids.append(ident)
+        return ids
 
     def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
-        raise NotImplementedError("use send_and_receive")
+        """The replies to pushed messages (each returned once, as a Grid does)."""
+        out = []
+        for ident in message_ids:
+            if ident in self._replies:
+                out.append(self._replies.pop(ident))
+                self._pulled.add(ident)
+        return out
 
     def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:
-        return [self.app(m, self.contexts[m.metadata.dst_node_id]) for m in messages]
+        return list(self.pull_messages(list(self.push_messages(messages))))
 
 
 def run_in_process(run_config: dict[str, Any], federation: Federation | None = None) -> AppRun:
