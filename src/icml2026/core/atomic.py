@@ -18,7 +18,7 @@ import stat
 import time
 from pathlib import Path
 
-__all__ = ["exchange_paths", "replace_dir", "restore_interrupted", "old_name"]
+__all__ = ["exchange_paths", "replace_dir", "restore_interrupted", "old_name", "is_real_dir"]
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
@@ -53,7 +53,8 @@ def old_name(final: Path) -> Path:
     return final.with_name(f".{final.name}.old-{os.getpid()}-{time.monotonic_ns()}")
 
 
-def _is_real_dir(p: Path) -> bool:
+def is_real_dir(p: Path) -> bool:
+    """A folder that is not a symbolic link."""
     try:
         return stat.S_ISDIR(os.lstat(p).st_mode)
     except OSError:
@@ -66,7 +67,7 @@ def replace_dir(tmp: Path, final: Path) -> None:
     Raises ``OSError`` (``EEXIST``) when ``final`` is a symbolic link or a file: neither is replaced. On any
     failure ``final`` is left as it was and ``tmp`` is left for the caller to remove.
     """
-    if os.path.lexists(final) and not _is_real_dir(final):
+    if os.path.lexists(final) and not is_real_dir(final):
         kind = "a symbolic link" if os.path.islink(final) else "not a folder"
         raise OSError(errno.EEXIST, f"{final} is {kind}; refusing to replace it")
     if not os.path.lexists(final):
@@ -91,7 +92,7 @@ def restore_interrupted(final: Path) -> bool:
     if os.path.lexists(final):
         return False
     prefix = f".{final.name}.old-"
-    olds = sorted((e for e in final.parent.iterdir() if e.name.startswith(prefix) and _is_real_dir(e)),
+    olds = sorted((e for e in final.parent.iterdir() if e.name.startswith(prefix) and is_real_dir(e)),
                   key=lambda e: (e.stat().st_mtime_ns, e.name))
     if not olds:
         return False

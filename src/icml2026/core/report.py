@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .atomic import is_real_dir
 from .catalog import NAME_RE
 from .outcome import NOT_REPRODUCED, REPRODUCED, ROLES, UNDECIDED, evaluate_target, verdict_of
 from .plotting import compact_png
@@ -333,10 +334,7 @@ def _validate(res: Any, exp: str, preset: str, seed: int, h: str | None) -> list
 
 
 def _is_real_dir(p: Path) -> bool:
-    try:
-        return stat.S_ISDIR(os.lstat(p).st_mode)
-    except OSError:
-        return False
+    return is_real_dir(p)
 
 
 def _is_regular_file(p: Path) -> bool:
