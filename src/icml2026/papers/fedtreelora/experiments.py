@@ -76,6 +76,12 @@ class FedConfig:
         help="replace the compared arm by a control of the comparative checks (see the card)",
     )
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+    engine: str = param(
+        "simulator",
+        choices=("simulator", "flower"),
+        help="simulator: clients trained side by side in one batched pass; flower: the Flower app's ServerApp "
+        "and ClientApp exchanging messages, one client model per node (same numbers on the same seed)",
+    )
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
@@ -142,6 +148,16 @@ PAPER_GAIN_OVER_INDEPENDENT = 92.36 - 89.47
 PAPER_GAIN_OVER_FIXED = 92.36 - 91.45
 #: a null arm for a non-inferiority margin of 0.5 points: this many points worse than the reference
 NULL_BELOW_MARGIN = 1.5
+
+
+def _engine(cfg: FedConfig) -> Callable[..., FederatedRun]:
+    """The function that runs one federation: :func:`.simulator.simulate`, or the Flower app with its signature
+    (:func:`.flower_app.simulate_on_flower`; needs ``flwr``)."""
+    if cfg.engine == "flower":
+        from .flower_app import simulate_on_flower
+
+        return simulate_on_flower
+    return simulate
 
 
 def _backbone(cfg: FedConfig, rng: np.random.Generator) -> Backbone:
@@ -236,7 +252,7 @@ def _run_methods(
                 jobs = [(f"{name}'", methods[name], other_seed) for name in again]
             for name, make, seed in track(jobs, f"{what}: methods", total=len(jobs)):
                 # same seed for every method: identical initial adapters and batch stream (paired)
-                out[name] = simulate(
+                out[name] = _engine(cfg)(
                     make(),
                     clients,
                     cfg.rounds,
@@ -279,7 +295,7 @@ def _precondition_metrics(
         metrics[f"frozen_probe_acc_{t}"] = v
     metrics["frozen_probe_acc_min_task"] = min(probe.values())
     clients = make_clients(tasks, cfg.n_train, cfg.n_test, cfg.seq_len, BALANCED_ALPHA, r_data)
-    local = simulate(
+    local = _engine(cfg)(
         LocalOnly(), _for_backbone(clients, backbone), cfg.rounds, r_sim, backbone=backbone, train=cfg.train()
     )
     per_task = {

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,8 @@ from .method import FedTreeLoRA, Strategy, Structure
 from .model import Backbone, ClientModel
 from .simulator import (
     BYTES_PER_FLOAT,
+    PAYLOAD_KEYS,
+    FederatedRun,
     TrainConfig,
     _evaluate,
     _local_training,
@@ -63,6 +66,7 @@ __all__ = [
     "make_client_app",
     "server_loop",
     "run_in_process",
+    "simulate_on_flower",
     "server_app",
     "client_app",
     "STRATEGIES",
@@ -88,10 +92,16 @@ class Federation:
     clients: list[Client]
     strategy: Strategy
     sim_seed: int
+    #: one id per client: clients with equal ids draw the same batches (the planted control's copies)
+    streams: list[int] | None = None
+    #: local training of every client (default: the config's, evaluated every round)
+    train_config: TrainConfig | None = None
+    #: the shared-init seed and one batch seed per client (default: drawn from ``sim_seed`` as the simulator does)
+    seeds: tuple[int, list[int]] | None = None
 
     @property
     def train(self) -> TrainConfig:
-        return replace(self.cfg.train(), eval_every=1)
+        return replace(self.train_config or self.cfg.train(), eval_every=1)
 
 
 def build_federation(run_config: dict[str, Any]) -> Federation:
@@ -126,14 +136,14 @@ def build_federation(run_config: dict[str, Any]) -> Federation:
 # ---------------------------------------------------------------------------------------------------- client
 def _client_model(fed: Federation, pid: int, context: Context) -> tuple[ClientModel, torch.Generator]:
     """Client ``pid``'s model and batch generator: the shared init, then its state from ``context.state``."""
-    init_seed, batch_seeds = client_seeds(np.random.default_rng(fed.sim_seed), len(fed.clients))
+    init_seed, batch_seeds = fed.seeds or client_seeds(np.random.default_rng(fed.sim_seed), len(fed.clients))
     tr = fed.train
     model = ClientModel(
         fed.backbone, 1, tr.rank, tr.alpha, 2, torch.Generator().manual_seed(init_seed), pooling=tr.pooling
     )
     if tr.prior_bias:
         _prior_bias(model, [fed.clients[pid]])
-    gen = torch.Generator().manual_seed(batch_seeds[pid])
+    gen = torch.Generator().manual_seed(batch_seeds[fed.streams[pid] if fed.streams is not None else pid])
     if _STATE in context.state:
         sd = context.state[_STATE].to_torch_state_dict()  # type: ignore[union-attr]
         gen.set_state(sd.pop("_gen").to(torch.uint8))
@@ -225,6 +235,7 @@ class AppRun:
 
     acc: dict[int, np.ndarray] = field(default_factory=dict)
     bytes_up: dict[int, np.ndarray] = field(default_factory=dict)
+    bytes_down: dict[int, np.ndarray] = field(default_factory=dict)
     structure: Structure | None = None
 
 
@@ -295,6 +306,8 @@ def server_loop(grid: Grid, fed: Federation, timeout: float = 3600.0) -> AppRun:
             c: [clus[m][k][c] for m in ("A", "B") for k in keys] + [ext[m][k][c] for m in ("A", "B") for k in keys]
             for c in range(n)
         }
+        # what the next messages carry to each client: its cluster and external experts (all layers)
+        out.bytes_down[rnd] = np.array([sum(a.size for a in payload[c]) * BYTES_PER_FLOAT for c in range(n)])
         msgs = [grid.create_message(content(node, False), "evaluate", node, str(rnd)) for node in nodes]
         acc = np.full(n, np.nan)
         for r in grid.send_and_receive(msgs, timeout=timeout):
@@ -396,3 +409,64 @@ def run_in_process(run_config: dict[str, Any], federation: Federation | None = N
     fed = federation or build_federation(run_config)
     app = make_client_app(lambda rc: fed)
     return server_loop(InProcessGrid(app, len(fed.clients), run_config), fed)
+
+
+def simulate_on_flower(
+    strategy: Strategy,
+    clients: Sequence[Client],
+    rounds: int,
+    rng: np.random.Generator,
+    *,
+    backbone: Backbone,
+    train: TrainConfig | None = None,
+    streams: Sequence[int] | None = None,
+) -> FederatedRun:
+    """:func:`.simulator.simulate`'s signature and result, computed by the Flower app: the ``ServerApp``'s loop
+    and the ``ClientApp``'s handlers exchanging Flower ``Message`` objects (delivered in this process, one
+    client model per node). The same ``rng`` gives the simulator's accuracies, structure and lambdas (tested);
+    the byte counts are the app's messages (every client sends its whole cluster expert every round and
+    receives its cluster and external experts), where the simulator counts what the method needs to send."""
+    train = train or TrainConfig()
+    if not isinstance(strategy, Strategy):
+        raise TypeError(f"strategy must be a Strategy, got {type(strategy).__name__}")
+    if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 1:
+        raise ValueError(f"rounds = {rounds!r}: must be an int >= 1")
+    if not isinstance(backbone, Backbone):
+        raise TypeError(f"backbone must be a Backbone, got {type(backbone).__name__}")
+    if strategy.warmup_rounds >= rounds:
+        raise ValueError(f"rounds = {rounds}: must exceed the strategy's warm-up ({strategy.warmup_rounds})")
+    n = len(clients)
+    if streams is not None and len(streams) != n:
+        raise ValueError(f"streams: needs one id per client ({n}), got {len(streams)}")
+    fed = Federation(
+        SimpleNamespace(rounds=int(rounds)),
+        backbone,
+        list(clients),
+        strategy,
+        0,
+        streams=[int(i) for i in streams] if streams is not None else None,
+        train_config=train,
+        seeds=client_seeds(rng, n),  # the simulator's draws from the same generator
+    )
+    grid = InProcessGrid(make_client_app(lambda rc: fed), n, {})
+    app = server_loop(grid, fed)
+    eval_rounds = [r for r in range(1, rounds + 1) if r % train.eval_every == 0 or r == rounds]
+    # each client's lambdas after its last local training (kept in its node's state)
+    states = [grid.contexts[node].state[_STATE].to_torch_state_dict() for node in sorted(grid.contexts)]  # type: ignore[union-attr]
+    thetas = [torch.cat([sd[f"theta.{layer}"] for sd in states]) for layer in range(backbone.n_layers)]
+    lambdas = np.stack([torch.sigmoid(th).numpy() for th in thetas])
+    if app.structure is None:
+        raise RuntimeError("the server loop ran no round")
+    return FederatedRun(
+        strategy=strategy.name,
+        eval_rounds=eval_rounds,
+        # float32, the simulator's dtype (each value is a client's float32 accuracy; the means then agree)
+        acc=np.stack([app.acc[r] for r in eval_rounds]).astype(np.float32),
+        bytes_up=np.stack([app.bytes_up[r] for r in range(1, rounds + 1)]).astype(np.int64),
+        bytes_down=np.stack([app.bytes_down[r] for r in range(1, rounds + 1)]).astype(np.int64),
+        structure=app.structure,
+        lambdas=lambdas,
+        tasks=[c.task for c in clients],
+        label_rates=[c.label_rate for c in clients],
+        sent_keys=set(PAYLOAD_KEYS),
+    )
