@@ -45,7 +45,6 @@ NOT_YET_CONVERTED = frozenset({
     "deepsight",
     "fedtreelora",
     "probe",
-    "specflow",
     "vlm_binding",
 })
 
