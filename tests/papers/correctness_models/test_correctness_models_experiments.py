@@ -55,3 +55,37 @@ def test_metrics_experiment_meets_criterion_1_and_is_deterministic():
     assert a.metrics == b.metrics
     assert all(c.passed for c in a.checks), [c for c in a.checks if not c.passed]
     assert a.metrics["aurc_closed_form"] == pytest.approx(0.0503, abs=1e-4)  # brief: e = 0.3 -> 0.0503
+
+
+@pytest.mark.slow
+def test_control_runs_sharing_one_seeds_parts_equal_fresh_runs(tmp_path, monkeypatch):
+    """The planted and null runs of one seed (and, when switched on, the ordinary run) share the targets, the
+    embeddings and the feature-CM fits in one process; each run's metrics equal a run that computes everything."""
+    import dataclasses
+    import math
+
+    from icml2026.core import registry
+    from icml2026.core.runner import run_experiment
+    from icml2026.papers.correctness_models import experiments as E
+
+    registry.discover(["correctness_models"])
+    exp = registry.get_experiment("correctness_models.gcm")
+    base = exp.presets["smoke"]
+    monkeypatch.setattr(E, "_CONTROL_MEMO", {})
+
+    def metrics_of(cfg, tag):
+        return run_experiment(exp, cfg, preset=tag, seed=3, out=tmp_path / tag).results["metrics"]
+
+    def same(a, b):
+        return a.keys() == b.keys() and all(a[k] == b[k] or (math.isnan(a[k]) and math.isnan(b[k])) for k in a)
+
+    planted, null = (dataclasses.replace(base, control=c) for c in ("planted", "null"))
+    shared = {"planted": metrics_of(planted, "p1"), "null": metrics_of(null, "n1")}
+    monkeypatch.setattr(E, "SHARE_WITH_ORDINARY_RUNS", True)
+    shared["none"] = metrics_of(base, "o1")
+    assert len(E._CONTROL_MEMO) >= 3  # the histories, the embedder and at least one fit were kept
+    monkeypatch.setattr(E, "SHARE_WITH_ORDINARY_RUNS", False)
+    for cfg, key in ((null, "null"), (base, "none")):
+        E._CONTROL_MEMO.clear()
+        assert same(metrics_of(cfg, f"fresh_{key}"), shared[key]), key
+
