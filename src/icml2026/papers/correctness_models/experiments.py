@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 import numpy as np
 
@@ -24,6 +24,10 @@ from .metrics import (
     risk_coverage,
     rms_calibration_error,
 )
+
+if TYPE_CHECKING:
+    from .cms import Embedder
+    from .pipeline import Histories
 
 __all__ = ["GCMConfig", "MetricsConfig", "SelfCrossConfig"]
 
@@ -342,13 +346,14 @@ def gcm(cfg: GCMConfig, rng: np.random.Generator) -> Outcome:
                          cfg.lm_steps, cfg.gru_steps, cfg.mlp_steps, cfg.device, cfg.encoder, cfg.cm_c,
                          r_hist.bit_generator.state)
     if memo is not None and ("hist", memo) in _CONTROL_MEMO:
-        hist, emb = _CONTROL_MEMO[("hist", memo)], _CONTROL_MEMO[("emb", memo)]  # type: ignore[index]
+        hist = cast("Histories", _CONTROL_MEMO[("hist", memo)])
+        emb = cast("Embedder", _CONTROL_MEMO[("emb", memo)])
     else:
         hist = build_histories(cfg.n_questions, _target_scale(cfg), r_hist, n_entities=cfg.n_entities,
                                popularity=0.0, regularity=cfg.regularity)
         emb = Embedder(HashedEncoder() if cfg.encoder == "hashed" else None, device=cfg.device)
         if memo is not None:
-            _CONTROL_MEMO[("hist", memo)], _CONTROL_MEMO[("emb", memo)] = hist, emb  # type: ignore[index]
+            _CONTROL_MEMO[("hist", memo)], _CONTROL_MEMO[("emb", memo)] = hist, emb
     fit_memo = memo if not cfg.model else None
     fams = hist.families
     make = _cm_factory(cfg, emb, fams)
