@@ -131,3 +131,7 @@ __all__ = [
     "train_learner",
     "trigger_token_ids",
 ]
+
+from icml2026.core.validate import check_public_api as _check_public_api  # noqa: E402
+
+_check_public_api(globals())
