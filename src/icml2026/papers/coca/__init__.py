@@ -81,3 +81,7 @@ __all__ = [
     "xor_of_quadrant",
     "xor_world",
 ]
+
+from icml2026.core.validate import check_public_api as _check_public_api  # noqa: E402
+
+_check_public_api(globals())
