@@ -84,3 +84,7 @@ __all__ = [
     "write_history",
     "yes_no_token_ids",
 ]
+
+from icml2026.core.validate import check_public_api as _check_public_api  # noqa: E402
+
+_check_public_api(globals())
