@@ -41,3 +41,7 @@ __all__ = [
     "make_actor", "make_env", "sample_states", "simulate", "synth_stats", "thermometer_encode",
     "thermometer_thresholds", "train_sac", "env_dims", "env_factory", "make_vector_env", "ReplayBuffer",
 ]
+
+from icml2026.core.validate import check_public_api as _check_public_api  # noqa: E402
+
+_check_public_api(globals())
