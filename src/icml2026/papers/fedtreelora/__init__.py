@@ -80,3 +80,7 @@ __all__ = [
     "make_corpus",
     "make_example",
 ]
+
+from icml2026.core.validate import check_public_api as _check_public_api  # noqa: E402
+
+_check_public_api(globals())
