@@ -121,3 +121,7 @@ __all__ = [
     "reference_values_and_grads_activation",
     "verify_activation",
 ]
+
+from icml2026.core.validate import check_public_api as _check_public_api  # noqa: E402
+
+_check_public_api(globals())
