@@ -101,3 +101,7 @@ __all__ = [
     "sgld_step",
     "sgld_update",
 ]
+
+from icml2026.core.validate import check_public_api as _check_public_api  # noqa: E402
+
+_check_public_api(globals())
