@@ -88,3 +88,7 @@ __all__ = [
     "verify_m_convex",
     "w_star_with_gap",
 ]
+
+from icml2026.core.validate import check_public_api as _check_public_api  # noqa: E402
+
+_check_public_api(globals())
