@@ -67,3 +67,7 @@ __all__ = [
     "load_cinc2017",
     "subject_folds",
 ]
+
+from icml2026.core.validate import check_public_api as _check_public_api  # noqa: E402
+
+_check_public_api(globals())
