@@ -86,3 +86,7 @@ __all__ = [
     "seen_unet",
     "unseen_unet",
 ]
+
+from icml2026.core.validate import check_public_api as _check_public_api  # noqa: E402
+
+_check_public_api(globals())
