@@ -75,3 +75,7 @@ __all__ = [
     "train_velocity",
     "evaluate",
 ]
+
+from icml2026.core.validate import check_public_api as _check_public_api  # noqa: E402
+
+_check_public_api(globals())
