@@ -139,3 +139,7 @@ __all__ = [
     "system_prompt",
     "tool_schemas",
 ]
+
+from icml2026.core.validate import check_public_api as _check_public_api  # noqa: E402
+
+_check_public_api(globals())
