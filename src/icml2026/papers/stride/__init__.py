@@ -134,3 +134,7 @@ __all__ = [
     "tokenize_smiles",
     "trajectory_sft_data",
 ]
+
+from icml2026.core.validate import check_public_api as _check_public_api  # noqa: E402
+
+_check_public_api(globals())
