@@ -93,3 +93,7 @@ __all__ = [
     "value_segments",
     "wavelet_features",
 ]
+
+from icml2026.core.validate import check_public_api as _check_public_api  # noqa: E402
+
+_check_public_api(globals())
