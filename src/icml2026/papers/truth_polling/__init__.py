@@ -107,3 +107,7 @@ __all__ = [
     "subsample_lines",
     "vote_counts",
 ]
+
+from icml2026.core.validate import check_public_api as _check_public_api  # noqa: E402
+
+_check_public_api(globals())
