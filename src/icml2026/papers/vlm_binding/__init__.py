@@ -89,3 +89,7 @@ __all__ = [
     "train_text_long",
     "train_text_only",
 ]
+
+from icml2026.core.validate import check_public_api as _check_public_api  # noqa: E402
+
+_check_public_api(globals())
