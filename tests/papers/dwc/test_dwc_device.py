@@ -68,7 +68,7 @@ def test_train_sac_refuses_bad_devices():
         train_sac(TINY, make_rng(0), device="gpu0")
     with pytest.raises(ValueError, match="^device = 'meta'"):
         train_sac(TINY, make_rng(0), device="meta")
-    with pytest.raises(ValueError, match="^device = 3"):
+    with pytest.raises(ValueError, match="^device = 3|^device: "):
         train_sac(TINY, make_rng(0), device=3)  # type: ignore[arg-type]
     if not torch.cuda.is_available():
         with pytest.raises(MissingDependency, match="CUDA"):

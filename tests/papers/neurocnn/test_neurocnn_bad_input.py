@@ -48,7 +48,7 @@ def test_kernel_length_rejects_zero_and_nan_rate():
     # issue 14: kernel_length(0.5, fs=0) returned 1 tap instead of an error
     with pytest.raises(ValueError, match="sampling rate"):
         kernel_length(0.5, 0)
-    with pytest.raises(ValueError, match="sampling rate"):
+    with pytest.raises(ValueError, match="sampling rate|^fs: "):
         kernel_length(0.5, float("nan"))
     with pytest.raises(ValueError, match="duration_s"):
         kernel_length(-0.5, 100.0)

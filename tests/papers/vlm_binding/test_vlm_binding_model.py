@@ -51,7 +51,7 @@ def test_noise_identity_is_invisible() -> None:
     rng = np.random.default_rng(1)
     m = _model()
     b = noise_text_batch([sample_task(5, rng, V) for _ in range(4)], rng)
-    b2 = noise_text_batch.__globals__["Batch"](**{**b.__dict__, "ids": b.ids.copy()})
+    b2 = type(b)(**{**b.__dict__, "ids": b.ids.copy()})
     noise = ~b.key_mask & (b.ids != V.pad)
     b2.ids[noise] = V.noise0 + (b.ids[noise] - V.noise0 + 1) % V.n_noise
     with torch.no_grad():
