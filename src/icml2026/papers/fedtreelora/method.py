@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from icml2026.core.validate import as_array, as_labels
+
 from .tree import (
     MIN_CLIENTS,
     _check_k_tau,
@@ -66,6 +68,10 @@ def aggregation_weights(labels: np.ndarray, n_k: np.ndarray) -> tuple[np.ndarray
 
     A row of the external matrix is all zero where R_k is empty (no external expert).
     """
+    labels = as_labels(labels, "labels")
+    n_k = as_array(n_k, "n_k", ndim=1, lo=0.0)
+    if n_k.shape != labels.shape:
+        raise ValueError(f"n_k: expected one count per client ({labels.size}), got shape {n_k.shape}")
     same = labels[:, None] == labels[None, :]
     w = np.broadcast_to(n_k[None, :].astype(float), same.shape)
     clus = np.where(same, w, 0.0)
