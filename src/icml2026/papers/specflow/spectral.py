@@ -214,6 +214,10 @@ def to_workspace(X: torch.Tensor, ws_keep: int = 16, block: int = 8) -> torch.Te
 def from_workspace(ws: torch.Tensor, height: int, width: int, block: int = 8) -> torch.Tensor:
     """Inverse layout of :func:`to_workspace`: coefficients (..., n_blocks, k) -> (..., H, W), others zero."""
     b = _block(block)
+    if not isinstance(ws, torch.Tensor) or ws.ndim < 2:
+        raise ValueError(f"ws: expected a tensor of shape (..., n_blocks, k), got {getattr(ws, 'shape', type(ws))}")
+    if torch.is_floating_point(ws) and torch.isnan(ws).any():
+        raise ValueError("ws: contains NaN")
     n_blocks, k = ws.shape[-2:]
     if height % b or width % b or n_blocks != (height // b) * (width // b) or not 1 <= k <= b * b:
         raise ValueError(f"ws: shape {tuple(ws.shape)} does not fit a {height} x {width} image in {b} x {b} blocks")
