@@ -301,3 +301,92 @@ def test_pool_workers_die_with_their_parent(tmp_path: Path) -> None:
     else:
         os.kill(child, 9)
         pytest.fail("the worker outlived its killed parent")
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (read from /proc)."""
+    children: dict[int, list[int]] = {}
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                ppid = int((p / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(p.name))
+    found, stack = [], [pid]
+    while stack:
+        for c in children.get(stack.pop(), []):
+            found.append(c)
+            stack.append(c)
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a zombie is dead, waiting for whoever adopted it to reap it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+RAY_DRIVER = """
+import sys
+from icml2026.core import sweep
+task = sweep.SweepTask("attention_queries.exact_recovery", "quick", 0, (("d_max", 512),), sys.argv[1])
+for _ in sweep._ray([task], 1, None):
+    pass
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from /proc (Linux)")
+def test_ray_workers_die_with_a_killed_sweep(tmp_path: Path) -> None:
+    """kill -9 of a Ray sweep's driver mid-run: every process it started (GCS, raylet, the worker computing the
+    run) stops within a minute; none keeps computing."""
+    pytest.importorskip("ray")
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    driver = subprocess.Popen([sys.executable, "-c", RAY_DRIVER, str(tmp_path / "out")], cwd=root,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={**os.environ, "PYTHONPATH": str(root / "src")})
+    deadline = time.monotonic() + 300
+    workers: list[int] = []
+    while not workers:  # the run is being computed by a Ray worker
+        assert time.monotonic() < deadline and driver.poll() is None, "the Ray sweep never started its run"
+        time.sleep(0.5)
+        tree = _descendants(driver.pid)
+        workers = [p for p in tree if _cmdline(p).startswith(b"ray::run_task")]
+    tree = _descendants(driver.pid)
+    computing = [p for p in tree if not _cmdline(p).startswith(b"ray::") or p in workers]
+    driver.kill()
+    driver.wait()
+    killed = time.monotonic()
+    # the run's worker, the raylet and the GCS share the driver's fate at once; Ray's idle per-node agents
+    # (ray::DashboardAgent, ray::RuntimeEnvAgent) notice their raylet's death on their own and may first try
+    # to report it to the dead GCS, which Ray times out: they get longer
+    for limit, group in ((60.0, computing), (300.0, tree)):
+        while True:
+            left = [p for p in group if _running(p)]
+            if not left or time.monotonic() > killed + limit:
+                break
+            time.sleep(0.2)
+        if left:
+            names = [_cmdline(p)[:60].replace(b"\0", b" ").decode(errors="replace").strip() for p in left]
+            for p in left:
+                try:
+                    os.kill(p, 9)
+                except OSError:
+                    pass
+            pytest.fail(f"{len(left)} of the {len(group)} processes of the killed Ray sweep outlived it by "
+                        f"{limit:.0f} s: {names}")
