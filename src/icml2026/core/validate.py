@@ -145,6 +145,9 @@ _SIGNED = re.compile(
     r"^(layer|index|idx|pos|position|low|high|lo|hi|label|target|answer|pred|offset|shift|axis|dim|"
     r"start|stop|value|x|y|s\d|gain|event_step|\w+_log2|\w+_exponent|\w+_shift|\w+_offset|\w+_id|\w+_index|"
     r"\w+_slot|\w+_layer)$")
+#: Int arguments that are widths of a network or a batch, never 0: they must be >= 1.
+_POSITIVE = re.compile(r"^(heads|n_heads|\w+_heads|patch_size|image_size|batch_size|\w+_batch_size|vocab_size|hidden|"
+                       r"width|d_model)$")
 _SEED_NAME = re.compile(r"^(seed|\w+_seed)$")
 #: Float arguments that are fractions or probability levels, in [0, 1].
 _FRACTION = re.compile(r"^(level|confidence|coverage|quantile|dropout|fraction|\w+_fraction|\w+_frac)$")
@@ -160,6 +163,8 @@ class BadArgument(BadInput, TypeError, ValueError):
 def _type_name(tp: Any) -> str:
     if typing.get_origin(tp) is typing.Literal:
         return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
+    if (typing.get_origin(tp) or tp) is cabc.Callable:
+        return "a callable"
     return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
 
 
@@ -191,7 +196,9 @@ def _accepts(tp: Any, v: Any) -> bool:
                cabc.Iterable, cabc.Set):
         if isinstance(v, (str, bytes)) or v is None:
             return False
-        return isinstance(v, (list, tuple, set, frozenset, range, np.ndarray, cabc.Iterable))
+        if not isinstance(v, (list, tuple, set, frozenset, range, np.ndarray, cabc.Iterable)):
+            return False
+        return _items_fit(tp, v)
     if cls in (dict, cabc.Mapping, cabc.MutableMapping):
         return isinstance(v, cabc.Mapping)
     if not isinstance(cls, type):
@@ -215,10 +222,24 @@ def _accepts(tp: Any, v: Any) -> bool:
     return isinstance(v, cls)
 
 
+def _items_fit(tp: Any, v: Any) -> bool:
+    """The items of a list, tuple or set ``v`` fit the item annotation of ``tp`` (the first 1000 are looked at)."""
+    if not isinstance(v, (list, tuple, set, frozenset)):
+        return True
+    args = typing.get_args(tp)
+    if not args:
+        return True
+    if typing.get_origin(tp) is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+        return len(v) == len(args) and all(_accepts(a, x) for a, x in zip(args, v, strict=True))
+    item = args[0]
+    return all(_accepts(item, x) for x in list(v)[:1000])
+
+
 def check_argument(name: str, value: Any, tp: Any) -> None:
     """TypeError or ValueError naming ``name`` when ``value`` does not fit the annotation ``tp`` or the
-    library's conventions: no NaN in a float or a float array; an int >= 0 and <= :data:`MAX_INT` (a seed <=
-    :data:`MAX_SEED`) unless its name marks it as signed (an index, an offset, an exponent); a fraction
+    library's conventions: a float finite (no NaN, no inf); an int >= 0 and <= :data:`MAX_INT` (a seed <=
+    :data:`MAX_SEED`) unless its name marks it as signed (an index, an offset, an exponent), >= 1 for a
+    width (``hidden``, ``n_heads``, ``batch_size``, ``patch_size``, ...); a fraction
     (``level``, ``quantile``, ``dropout``, ``*_fraction``, ...) in [0, 1]."""
     if not _accepts(tp, value):
         raise BadArgument(f"{name}: expected {_type_name(tp)}, got {type(value).__name__} {_short(value)}")
@@ -232,11 +253,15 @@ def check_argument(name: str, value: Any, tp: Any) -> None:
         elif _SIGNED.match(name):
             if abs(v) > MAX_INT:
                 raise BadArgument(f"{name}: must lie in -{MAX_INT}..{MAX_INT}, got {v}")
+        elif _POSITIVE.match(name) and not 1 <= v <= MAX_INT:
+            raise BadArgument(f"{name}: must lie in 1..{MAX_INT}, got {v}")
         elif not 0 <= v <= MAX_INT:
             raise BadArgument(f"{name}: must lie in 0..{MAX_INT}, got {v}")
     if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
         if math.isnan(float(value)):
             raise BadArgument(f"{name}: must be a number, got NaN")
+        if math.isinf(float(value)):
+            raise BadArgument(f"{name}: must be finite, got {float(value)}")
     if isinstance(value, numbers.Real) and _FRACTION.match(name) and not 0.0 <= float(value) <= 1.0:
         raise BadArgument(f"{name}: must lie in [0, 1], got {float(value):g}")
 
