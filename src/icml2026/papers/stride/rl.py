@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from icml2026.core.progress import track
+from icml2026.core.validate import positive_int
 
 from .policy import AdapterDisabled, completion_logprobs, is_adapted, sample
 
@@ -62,6 +63,7 @@ class RLHistory:
 def group_advantages(rewards: torch.Tensor, group_size: int, eps: float = 1e-4) -> torch.Tensor:
     """``(r_i - mean(r)) / (std(r) + eps)`` within consecutive groups of ``group_size`` (Eq. (4)); a group
     whose rewards are all equal gets advantage exactly 0 (no division by ~0)."""
+    group_size = positive_int(group_size, "group_size")
     r = torch.as_tensor(rewards, dtype=torch.float32)
     if r.ndim != 1 or r.numel() == 0 or r.numel() % group_size:
         raise ValueError(f"rewards: expected a 1-D tensor whose length is a multiple of group_size={group_size}")
@@ -73,10 +75,29 @@ def group_advantages(rewards: torch.Tensor, group_size: int, eps: float = 1e-4) 
     return (centred / (std + eps)).view(-1)
 
 
+def _check_token_tensors(mask: torch.Tensor, adv: torch.Tensor, **per_token: torch.Tensor | None) -> None:
+    """ValueError naming the argument unless every per-token tensor and ``mask`` are (B, T) tensors of one
+    shape, without NaN, and ``adv`` a (B,) tensor."""
+    named = {**per_token, "mask": mask, "adv": adv}
+    for name, t in named.items():
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise ValueError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+        if t is not None and t.is_floating_point() and torch.isnan(t).any():
+            raise ValueError(f"{name}: contains NaN")
+    if mask.ndim != 2 or mask.shape[0] == 0 or mask.shape[1] == 0:
+        raise ValueError(f"mask: expected a non-empty (B, T) tensor, got shape {tuple(mask.shape)}")
+    for name, t in per_token.items():
+        if t is not None and t.shape != mask.shape:
+            raise ValueError(f"{name}: expected shape {tuple(mask.shape)} (that of mask), got {tuple(t.shape)}")
+    if adv.shape != mask.shape[:1]:
+        raise ValueError(f"adv: expected shape ({mask.shape[0]},) (one per row of mask), got {tuple(adv.shape)}")
+
+
 def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Tensor | None, mask: torch.Tensor,
               adv: torch.Tensor, eps: float, beta: float) -> torch.Tensor:
     """Negative GRPO objective (Eq. (5)) for ``(B, T)`` per-token log-probs; mean over tokens of each
     completion, then over completions."""
+    _check_token_tensors(mask, adv, logp=logp, old_logp=old_logp, ref_logp=ref_logp)
     rho = torch.exp(logp - old_logp)
     a = adv[:, None]
     per_tok = torch.minimum(rho * a, torch.clamp(rho, 1 - eps, 1 + eps) * a)
@@ -92,6 +113,7 @@ def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Tensor
 def gspo_loss(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor, adv: torch.Tensor,
               eps_low: float, eps_high: float) -> torch.Tensor:
     """Negative GSPO objective (Eq. (6)) with the length-normalised sequence ratio ``s_i``."""
+    _check_token_tensors(mask, adv, logp=logp, old_logp=old_logp)
     n_tok = mask.sum(1).clamp(min=1)
     s = torch.exp(((logp - old_logp) * mask).sum(1) / n_tok)
     obj = torch.minimum(s * adv, torch.clamp(s, 1 - eps_low, 1 + eps_high) * adv)
