@@ -572,6 +572,13 @@ def nuclear_norm_recovery(Bm: np.ndarray, Cm: np.ndarray, y: np.ndarray, *, solv
         import cvxpy as cp
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("solver='nuclear_norm' needs cvxpy: pip install 'icml2026[attention_queries]'") from exc
+    Bm = as_array(Bm, "Bm", ndim=2)
+    Cm = as_array(Cm, "Cm", ndim=2)
+    y = as_array(y, "y", ndim=1)
+    if Cm.shape != Bm.shape:
+        raise ValueError(f"Cm: expected the shape of Bm {Bm.shape}, got {Cm.shape}")
+    if y.shape[0] != Bm.shape[0]:
+        raise ValueError(f"y: expected {Bm.shape[0]} measurements (one per row of Bm), got {y.shape[0]}")
     m, d = Bm.shape
     # vec_F(b c^T) = kron(c, b), matching cvxpy's column-major vec.
     Phi = (Cm[:, :, None] * Bm[:, None, :]).reshape(m, d * d)
