@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icml2026.core.validate import as_array
+
 from .data import check_rng
 from .exact import check_identifiable
 from .model import HeadEstimate, check_dim
@@ -172,8 +174,10 @@ def noisy_error_bound(A: np.ndarray, v: np.ndarray, tau: float, norm_bound: floa
     L* ~ 2. Polynomial: linear in tau, d (and ||C^{-1}|| <= 1 + sqrt(d)/2), 1/margin; ||A||^{3/2} when
     the logits bind, 1/B_x^3 when the norm bound binds. float64 rounding is neglected.
     """
-    A = np.asarray(A, dtype=np.float64)
-    v = np.asarray(v, dtype=np.float64)
+    v = as_array(v, "v", ndim=1, dtype=np.float64)
+    A = as_array(A, "A", ndim=2, dtype=np.float64)
+    if A.shape != (v.size, v.size):
+        raise ValueError(f"A: expected shape ({v.size}, {v.size}) to match v, got {A.shape}")
     d = A.shape[0]
     C = margin_directions(v)
     margin = float(np.min(np.abs(C.T @ v)))
