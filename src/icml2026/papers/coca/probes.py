@@ -14,6 +14,7 @@ import numpy as np
 from icml2026.core import torch_generator
 from icml2026.core.config import config as config_class
 from icml2026.core.config import param
+from icml2026.core.validate import as_array, as_labels, same_length
 
 from .validation import check_features_labels
 
@@ -168,4 +169,8 @@ def probe_accuracy(
     config: ProbeConfig | None = None,
 ) -> float:
     """Held-out accuracy of a probe fitted on the training split."""
+    for name, X, y in (("X_train", X_train, y_train), ("X_test", X_test, y_test)):
+        X = as_array(X, name, ndim=2)
+        y = as_labels(y, "y" + name[1:])
+        same_length(**{name: X, "y" + name[1:]: y})
     return fit_probe(X_train, y_train, kind, rng=rng, config=config).accuracy(X_test, y_test)
