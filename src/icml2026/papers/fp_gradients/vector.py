@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from torch import nn
 
+from icml2026.core.validate import as_array
+
 from .construction import (
     ConstructionError,
     PointPlan,
@@ -86,6 +88,7 @@ class VectorConstruction:
 
 def coordinate_scales(xs: np.ndarray) -> np.ndarray:
     """(K, d) log2 sigma_kc: for each coordinate, the scalar rule applied to its distinct values."""
+    xs = as_array(xs, "xs", ndim=2)
     k, d = xs.shape
     out = np.zeros((k, d), dtype=np.int64)
     for c in range(d):
