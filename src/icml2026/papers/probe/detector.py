@@ -207,4 +207,6 @@ def frechet_distance(a: np.ndarray, b: np.ndarray) -> float:
 
 def realism_distance(real: np.ndarray, fake: np.ndarray) -> float:
     """The brief's realism metric: Frechet distance of :func:`realism_features` between real and fake."""
+    real = as_array(real, "real", ndim=4)
+    fake = as_array(fake, "fake", ndim=4)
     return frechet_distance(realism_features(real), realism_features(fake))
