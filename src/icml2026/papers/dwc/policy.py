@@ -48,6 +48,11 @@ def head_affine(
     group_size = positive_int(int(group_size) if isinstance(group_size, np.integer) else group_size, "group_size")
     pop = as_array(pop, "pop", lo=0.0, hi=float(group_size), min_size=0)
     frac = np.clip(pop / group_size, _P_CLIP, 1.0 - _P_CLIP)
+    n_act = pop.shape[-1] if pop.ndim else 1
+    for name, v in (("log_alpha", log_alpha), ("beta", beta), ("scale", scale), ("bias", bias)):
+        arr = as_array(v, name, ndim=(0, 1), min_size=0)
+        if arr.ndim and arr.size != n_act:
+            raise ValueError(f"{name}: expected {n_act} value(s), one per action (last axis of pop), got {arr.size}")
     return np.tanh(np.exp(log_alpha) * (frac - 0.5) + beta) * scale + bias
 
 
