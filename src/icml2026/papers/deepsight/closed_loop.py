@@ -15,7 +15,7 @@ import numpy as np
 
 from icml2026.core import stats
 from icml2026.core.progress import track
-from icml2026.core.validate import finite_number, positive_int
+from icml2026.core.validate import as_array, finite_number, positive_int
 
 from .data import Episode, ego_state, kinematics_obs, simulate_episode
 
@@ -197,8 +197,7 @@ def bootstrap_ci(
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of ``x`` (:func:`icml2026.core.stats.bootstrap_ci`, i.e.
     ``scipy.stats.bootstrap`` with ``n_boot`` resamples)."""
-    x = np.asarray(x, float)
-    if x.size == 0:
-        raise ValueError("x: empty")
+    x = as_array(x, "x", ndim=1)
+    n_boot = positive_int(n_boot, "n_boot")
     ci = stats.bootstrap_ci(x, rng, n_resamples=n_boot, level=level, method="percentile")
     return ci.low, ci.high
