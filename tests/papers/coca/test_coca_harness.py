@@ -203,7 +203,7 @@ def test_collect_activations_batches_equal_lengths_exactly_and_validates():
     at = collect_activations(model, seqs, 0, [-1, 0, 1])
     np.testing.assert_allclose(at[1], single[1][0], atol=1e-5)
     for bad, msg in (([], "input_ids"), ([[]], "input_ids"), ([[1, 99]], "token ids"), ([[1, -1]], "token ids"),
-                     ([[1, 2.5]], "token ids"), ("abc", "input_ids")):
+                     ([[1, 2.5]], "token ids|^input_ids: "), ("abc", "input_ids")):
         with pytest.raises(ValueError, match=msg):
             collect_activations(model, bad, 0)
     with pytest.raises(ValueError, match="positions"):
