@@ -92,8 +92,8 @@ EXCLUDED: dict[str, str] = {
     "truth_polling.bootstrap_ci(values)": "documented: NaNs for no values; a 5-D array fails in the statistic",
 }
 
-#: Seconds one call may run before it counts as a hang.
-TIME_LIMIT = 3.0
+#: Seconds one call may run before it counts as a hang (a first call may import transformers or diffusers).
+TIME_LIMIT = 20.0
 
 _SIZE = re.compile(
     r"^(n|k|d|m|b|t|size|dim|width|depth|rank|steps|epochs|length|window|block|chunk|stride|channels|"
@@ -389,7 +389,7 @@ def test_bad_inputs_are_refused(qualname: str, obj: Any) -> None:
     if not cases:
         return
 
-    @settings(max_examples=min(len(cases), 4), derandomize=True, deadline=None, database=None,
+    @settings(max_examples=min(len(cases), 2), derandomize=True, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
     @given(st.sampled_from(cases))
     def check(case: tuple[str, str, Any]) -> None:
