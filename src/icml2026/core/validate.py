@@ -337,6 +337,6 @@ def check_public_api(namespace: dict[str, Any]) -> None:
             if (issubclass(obj, (BaseException, enum.Enum)) or getattr(obj, "_is_protocol", False)
                     or _is_record(obj) or "__init__" not in vars(obj)):
                 continue
-            obj.__init__ = checked(vars(obj)["__init__"])  # type: ignore[misc]
+            obj.__init__ = checked(vars(obj)["__init__"])  # type: ignore[method-assign]
         elif inspect.isfunction(obj):
             namespace[name] = checked(obj)
