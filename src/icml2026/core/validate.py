@@ -338,5 +338,8 @@ def check_public_api(namespace: dict[str, Any]) -> None:
                     or _is_record(obj) or "__init__" not in vars(obj)):
                 continue
             obj.__init__ = checked(vars(obj)["__init__"])  # type: ignore[method-assign]
-        elif inspect.isfunction(obj):
-            namespace[name] = checked(obj)
+        elif inspect.isfunction(obj) and not getattr(obj, "__checked__", False):
+            wrapper = checked(obj)
+            # pickled by reference as ``<package>.<name>`` (the wrapper), so that it goes to worker processes
+            wrapper.__module__, wrapper.__qualname__ = namespace["__name__"], name
+            namespace[name] = wrapper
