@@ -235,7 +235,7 @@ def _items_fit(tp: Any, v: Any) -> bool:
     return all(_accepts(item, x) for x in list(v)[:1000])
 
 
-def check_argument(name: str, value: Any, tp: Any) -> None:
+def check_argument(name: str, value: Any, tp: Any, *, allow_inf: bool = False) -> None:
     """TypeError or ValueError naming ``name`` when ``value`` does not fit the annotation ``tp`` or the
     library's conventions: a float finite (no NaN, no inf); an int >= 0 and <= :data:`MAX_INT` (a seed <=
     :data:`MAX_SEED`) unless its name marks it as signed (an index, an offset, an exponent), >= 1 for a
@@ -260,7 +260,7 @@ def check_argument(name: str, value: Any, tp: Any) -> None:
     if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
         if math.isnan(float(value)):
             raise BadArgument(f"{name}: must be a number, got NaN")
-        if math.isinf(float(value)):
+        if math.isinf(float(value)) and not allow_inf:
             raise BadArgument(f"{name}: must be finite, got {float(value)}")
     if isinstance(value, numbers.Real) and _FRACTION.match(name) and not 0.0 <= float(value) <= 1.0:
         raise BadArgument(f"{name}: must lie in [0, 1], got {float(value):g}")
@@ -288,8 +288,9 @@ def _hints_of(func: Callable[..., Any]) -> dict[str, Any]:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def checked(func: F) -> F:
-    """``func`` with its arguments checked against its annotations by :func:`check_argument` on every call."""
+def checked(func: F, *, allow_inf: bool = False) -> F:
+    """``func`` with its arguments checked against its annotations by :func:`check_argument` on every call
+    (``allow_inf``: float arguments may be infinite, for functions of floating-point values themselves)."""
     if getattr(func, "__checked__", False):
         return func
     sig = inspect.signature(func)
@@ -312,7 +313,7 @@ def checked(func: F) -> F:
                 value = arguments[p.name]
                 if value is p.default and p.default is not inspect.Parameter.empty:
                     continue
-                check_argument(p.name, value, hints[p.name])
+                check_argument(p.name, value, hints[p.name], allow_inf=allow_inf)
         return func(*args, **kwargs)
 
     wrapper.__checked__ = True  # type: ignore[attr-defined]
@@ -325,12 +326,13 @@ def _is_record(obj: type) -> bool:
     return (dataclasses.is_dataclass(obj) or issubclass(obj, tuple)) and not named
 
 
-def check_public_api(namespace: dict[str, Any]) -> None:
+def check_public_api(namespace: dict[str, Any], *, allow_inf: cabc.Collection[str] = ()) -> None:
     """Check the arguments of every public callable of a paper package (its ``__all__``) at each call.
 
     Functions are replaced in ``namespace`` by :func:`checked` wrappers; the ``__init__`` of every public class
     (config dataclasses included, records and exceptions left out) is wrapped in place, so that a config built
-    anywhere is checked. Call it at the end of the package's ``__init__.py`` with ``globals()``."""
+    anywhere is checked. Call it at the end of the package's ``__init__.py`` with ``globals()``; the functions
+    named in ``allow_inf`` take infinite floats (functions of floating-point values themselves)."""
     for name in namespace.get("__all__", []):
         obj = namespace.get(name)
         if inspect.isclass(obj):
@@ -339,7 +341,7 @@ def check_public_api(namespace: dict[str, Any]) -> None:
                 continue
             obj.__init__ = checked(vars(obj)["__init__"])  # type: ignore[method-assign]
         elif inspect.isfunction(obj) and not getattr(obj, "__checked__", False):
-            wrapper = checked(obj)
+            wrapper = checked(obj, allow_inf=name in allow_inf)
             # pickled by reference as ``<package>.<name>`` (the wrapper), so that it goes to worker processes
             wrapper.__module__, wrapper.__qualname__ = namespace["__name__"], name
             namespace[name] = wrapper
