@@ -42,7 +42,6 @@ SLUGS = sorted({n.split(".", 1)[0] for n in NAMES})
 NOT_YET_CONVERTED = frozenset({
     "cogeoad",
     "deepsight",
-    "fedtreelora",
     "probe",
     "vlm_binding",
 })
