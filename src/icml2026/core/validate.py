@@ -218,8 +218,20 @@ def _accepts(tp: Any, v: Any) -> bool:
     if issubclass(cls, os.PathLike) or cls.__name__ in ("Path", "PurePath"):
         return isinstance(v, (str, os.PathLike))
     if getattr(cls, "_is_protocol", False):
-        return True
+        return v is not None and all(hasattr(v, m) for m in _protocol_members(cls))
     return isinstance(v, cls)
+
+
+def _protocol_members(cls: type) -> set[str]:
+    """The public attributes and methods a :class:`typing.Protocol` asks for (its own and its protocol bases')."""
+    names: set[str] = set()
+    for base in cls.__mro__:
+        if base is object or not getattr(base, "_is_protocol", False) or base.__module__ == "typing":
+            continue
+        names.update(n for n in vars(base).get("__annotations__", {}) if not n.startswith("_"))
+        names.update(n for n, v in vars(base).items()
+                     if not n.startswith("_") and (callable(v) or isinstance(v, property)))
+    return names
 
 
 def _items_fit(tp: Any, v: Any) -> bool:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from icml2026.core import stats
-from icml2026.core.validate import as_array, as_labels
+from icml2026.core.validate import as_array, as_labels, positive_int
 
 __all__ = ["image_auroc", "average_precision", "point_auroc", "aupro", "defect_regions"]
 
@@ -95,6 +95,7 @@ def aupro(
     """Normalised area under the per-region-overlap curve up to ``fpr_limit`` (see the module docstring)."""
     if not 0 < fpr_limit <= 1:
         raise ValueError(f"fpr_limit = {fpr_limit!r}: must be in (0, 1]")
+    positive_int(n_thresholds, "n_thresholds", minimum=2)
     y, s = _pooled(labels, scores)
     if len(points) != len(labels):
         raise ValueError(f"points: expected {len(labels)} objects, got {len(points)}")

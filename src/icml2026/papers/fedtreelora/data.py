@@ -153,6 +153,9 @@ def make_clients(
 
 def make_corpus(n: int, seq_len: int, rng: np.random.Generator) -> np.ndarray:
     """Task-agnostic pre-training corpus (n, seq_len): unlabelled sequences from all four generators."""
+    positive_int(n, "n")
+    if seq_len < MIN_LEN:
+        raise ValueError(f"seq_len = {seq_len}: must be >= {MIN_LEN}")
     tasks = rng.choice(len(TASKS), n)
     labels = rng.integers(0, 2, n)
     return np.stack([make_example(TASKS[t], int(y), seq_len, rng) for t, y in zip(tasks, labels, strict=True)])

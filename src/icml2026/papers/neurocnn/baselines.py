@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from icml2026.core.validate import positive_int
+
 from .model import NeurOCNN, TokenHead, as_model_dtype, seeded_init
 from .pooling import FourierProjectionPool
 from .spline_conv import Spacing, check_fs, check_signal
@@ -127,6 +129,7 @@ class FNOClassifier(nn.Module):
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
+        positive_int(d, "d")
         try:
             from neuralop.models import FNO
         except ImportError as exc:  # pragma: no cover - depends on the environment

@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from icml2026.core.validate import positive_int
+
 from .pooling import FourierProjectionPool
 from .spline_conv import ContinuousConv1d, SirenConv1d, Spacing, SplineConv1d, check_fs, check_signal
 
@@ -71,6 +73,7 @@ class TokenHead(nn.Module):
         positional: bool = False,
     ) -> None:
         super().__init__()
+        positive_int(d, "d")
         if d % n_heads != 0:
             raise ValueError(f"token dimension {d} must be divisible by n_heads={n_heads}")
         if n_classes < 2:

@@ -60,6 +60,8 @@ def _batches(n: int, batch_size: int, rng: np.random.Generator) -> np.ndarray:
 
 def seen_unet(size: int, channels: int) -> nn.Module:
     """The seen generator's denoiser: 2 resolutions (16, 32 channels), self-attention at the low one."""
+    if positive_int(size, "size", minimum=2) % 2:
+        raise ValueError(f"size: must be even (one down-sampling by 2), got {size}")
     from diffusers import UNet2DModel
 
     return cast(

@@ -95,6 +95,7 @@ class Policy(nn.Module):
                  visual_input: VisualInput = "dct", block: int = 8, backbone: nn.Module | None = None,
                  tokenizer: object | None = None):
         super().__init__()
+        positive_int(visual_dim, "visual_dim")
         if visual_input not in ("dct", "pixel"):
             raise ValueError(f"visual_input: must be 'dct' or 'pixel', got {visual_input!r}")
         # Deviation: the brief's "linear embedding of the kept coefficients" sees 4 (v - 0.5) rather than v. The
@@ -440,6 +441,7 @@ def build_policy(visual_dim: int, n_slots: int, n_layers: int, d_model: int, n_h
 
     ``visual_input``: ``"dct"`` for SpecFlow's workspace, ``"pixel"`` for the MVoT and text-only baselines.
     """
+    positive_int(visual_dim, "visual_dim")
     return seeded_init(lambda: Policy(visual_dim, n_slots, n_layers, d_model, n_heads, max_ctx,  # type: ignore[return-value]
                                       attn_implementation=attn_implementation, visual_input=visual_input,
                                       block=block), generator)
