@@ -287,15 +287,8 @@ def test_pool_workers_die_with_their_parent(tmp_path: Path) -> None:
     time.sleep(2.0)  # the child has imported and asked to die with its parent
     parent.kill()
     parent.wait()
-    def alive(pid: int) -> bool:  # a zombie (dead, not yet reaped by whoever adopted it) is dead
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-        except OSError:
-            return False
-        return "\nState:\tZ" not in status
-
     for _ in range(100):
-        if not alive(child):
+        if not _running(child):
             break
         time.sleep(0.1)
     else:
