@@ -69,6 +69,7 @@ def test_no_unseen_generator_image_enters_training(monkeypatch) -> None:  # type
     assert np.isfinite(out.metrics["bacc_unseen_PROBE"])
 
 
+@pytest.mark.slow  # 78 s on a fresh clone (two smoke headlines of two sub-seeds each)
 def test_sub_seeds_give_the_same_numbers_in_any_process() -> None:
     """workers = 2 runs the seen DDPM and the shared zoo, then the sub-seeds, in fresh processes.
 
