@@ -19,7 +19,7 @@ from icml2026.papers.deepsight import (
     straight_drive_episode,
     warp_displacements,
 )
-from icml2026.papers.deepsight.data import _warp
+from icml2026.papers.deepsight.data import _warp, ego_row
 
 
 def _with_vehicle(ep: Episode, x: float, y: float, speed: float) -> Episode:
@@ -29,13 +29,15 @@ def _with_vehicle(ep: Episode, x: float, y: float, speed: float) -> Episode:
     return Episode(ep.ego, v, ep.lanes, ep.lane_lines, ep.crashed, ep.on_road)
 
 
-def test_raster_channels_and_ego_at_centre() -> None:
+def test_raster_channels_and_ego_on_the_official_forward_biased_row() -> None:
     ep = straight_drive_episode(10.0)
     img = rasterize_bev(ep, 0, size=64, metres_per_px=1.0)
     assert img.shape == (3, 64, 64) and img.dtype == np.float32
     rows, cols = np.nonzero(img[2])
-    # ego 5 m x 2 m at 1 m/px, inflated by half a pixel each side: centred on pixel (32, 32) +- 1
-    assert abs(rows.mean() - 31.5) <= 1 and abs(cols.mean() - 31.5) <= 1
+    # the official crop: 365 of 512 px ahead of the ego, 147 behind -> 46 of 64 rows ahead, 18 behind
+    assert ego_row(64) == 46 and ego_row(512) == 365
+    # ego 5 m x 2 m at 1 m/px: centred on row boundary 46 and column 32 (+- 1)
+    assert abs(rows.mean() - 45.5) <= 1 and abs(cols.mean() - 31.5) <= 1
     assert img[1].sum() == 0  # no other vehicles
     assert set(np.unique(img[0])) <= {0.0, 0.5, 1.0}  # off-road, drivable, markings
 
@@ -51,6 +53,18 @@ def test_straight_drive_warp_follows_the_official_code(mpp: float) -> None:
     assert np.all(np.isfinite(d.ego_rows))
     np.testing.assert_allclose(d.ego_rows, expected, atol=1.0)
     assert d.road_shift_max <= 1
+
+
+@pytest.mark.parametrize("speed", [33.0, 40.0])
+def test_future_ego_stays_in_view_at_highway_speed(speed: float) -> None:
+    # the experiments' raster (64 px at 2 m/px): with the forward-biased crop the ego of t+2 s (80 m ahead at
+    # 40 m/s) is still in the warped frame; an ego-centred crop (32 rows = 64 m ahead) would lose it
+    d = warp_displacements(straight_drive_episode(speed), 2, metres_per_px=2.0, max_shift=1)
+    assert np.all(np.isfinite(d.ego_rows)), d.ego_rows
+    np.testing.assert_allclose(d.ego_rows, [speed * h / 2.0 for h in (0.0, 0.5, 1.0, 1.5, 2.0)], atol=1.0)
+    frames = future_bev(straight_drive_episode(speed), 2, size=64, metres_per_px=2.0)
+    assert all(f[2].sum() > 0 for f in frames)  # the ego blob is drawn in every one of the five frames
+    assert speed * 2.0 / 2.0 > 64 / 2  # ... where an ego-centred 64 px crop would have lost it
 
 
 def test_unwarped_frames_would_fail_the_check() -> None:

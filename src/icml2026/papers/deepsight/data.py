@@ -29,6 +29,9 @@ from icml2026.core.progress import track
 from icml2026.core.validate import finite_number, positive_int
 
 __all__ = [
+    "OFFICIAL_CROP_PX",
+    "OFFICIAL_CROP_AHEAD_PX",
+    "ego_row",
     "POLICY_DT",
     "SIM_FREQ",
     "HORIZONS",
@@ -277,10 +280,27 @@ def collect_episodes(
 
 
 # ------------------------------------------------------------------------------------------ rasteriser
+#: The official BEV crop: 512 x 512 px of the top-down camera with the ego 365 px behind the top edge and
+#: 147 px above the bottom edge (forward-biased, so the future ego stays in view), resized to 256 x 256.
+OFFICIAL_CROP_PX = 512
+OFFICIAL_CROP_AHEAD_PX = 365
+
+
+def ego_row(size: int) -> int:
+    """The pixel row boundary at the ego's ground point in a ``size`` raster: the official crop's
+    365 / 512 of the rows lie ahead of the ego (46 of 64 rows: 46 ahead, 18 behind)."""
+    return int(round(size * OFFICIAL_CROP_AHEAD_PX / OFFICIAL_CROP_PX))
+
+
 def _pixel_grid(size: int, mpp: float) -> tuple[np.ndarray, np.ndarray]:
-    """Ego-frame coordinates (x forward = up, y to the right) of the pixel centres, (size, size) each."""
+    """Ego-frame coordinates (x forward = up, y to the right) of the pixel centres, (size, size) each.
+
+    Rows follow the official forward-biased crop (:func:`ego_row` rows ahead of the ego); columns are
+    centred on the ego."""
+    # Deviation (issue 59): the official crop is 512 px at 50 m / 560 px (0.089 m/px), 365 ahead / 147 behind;
+    # ours keeps that ratio on a 64 px raster at 2 m/px (92 m ahead, 36 m behind) for highway speeds.
     c = (np.arange(size) + 0.5 - size / 2) * mpp
-    xs = -c[:, None] * np.ones((1, size))  # row 0 is the far front
+    xs = (ego_row(size) - np.arange(size) - 0.5)[:, None] * mpp * np.ones((1, size))  # row 0 is the far front
     ys = np.ones((size, 1)) * c[None, :]
     return xs, ys
 
@@ -334,8 +354,9 @@ def _check_step(episode: Episode, t: Any, name: str = "t") -> int:
 def rasterize_bev(episode: Episode, t: int, *, size: int = 64, metres_per_px: float = 1.0) -> np.ndarray:
     """The BEV raster of policy step ``t`` in its own ego frame, (3, size, size) float32 in [0, 1].
 
-    Channels: 0 drivable area (0.5) and lane markings (1.0), 1 other vehicles, 2 ego. The ego sits at the
-    image centre, heading up (row 0 is ``size/2 * metres_per_px`` metres ahead).
+    Channels: 0 drivable area (0.5) and lane markings (1.0), 1 other vehicles, 2 ego. The ego sits on the
+    centre column at row :func:`ego_row` (the official forward-biased crop: 365/512 of the rows ahead),
+    heading up (row 0 is ``ego_row(size) * metres_per_px`` metres ahead).
     """
     t = _check_step(episode, t)
     size = positive_int(size, "size", minimum=4, maximum=1024)
@@ -359,7 +380,7 @@ def _warp(img: np.ndarray, pose_k: np.ndarray, pose_t: np.ndarray, mpp: float) -
     lx = np.cos(h) * dx + np.sin(h) * dy  # world -> frame-k ego coordinates
     ly = -np.sin(h) * dx + np.cos(h) * dy
     col = np.floor(ly / mpp + size / 2).astype(int)
-    row = np.floor(size / 2 - lx / mpp).astype(int)
+    row = np.floor(ego_row(size) - lx / mpp).astype(int)
     ok = (row >= 0) & (row < size) & (col >= 0) & (col < size)
     out = np.zeros_like(img)
     out[:, ok] = img[:, row[ok], col[ok]]

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .data import HORIZONS, POLICY_DT, Episode, future_bev
+from .data import HORIZONS, POLICY_DT, Episode, ego_row, future_bev
 
 __all__ = ["count_backbone_calls", "straight_drive_episode", "warp_displacements", "WarpDisplacements"]
 
@@ -49,7 +49,7 @@ def straight_drive_episode(speed: float, n_steps: int = 12, lanes: int = 3) -> E
 
 @dataclass
 class WarpDisplacements:
-    """ego_rows: (T,) forward displacement (px) of the ego blob's centre from the image centre in each warped
+    """ego_rows: (T,) forward displacement (px) of the ego blob's centre from the ego's row at t in each warped
     frame (NaN when it left the image); road_shifts: (T,) the row shift that best re-aligns the lane
     markings of each warped frame with frame t; road_shift_max: max |road_shifts|."""
 
@@ -73,7 +73,7 @@ def warp_displacements(
     marks0 = frames[0, 0] == 1.0
     for f in frames:
         m = f[2] > 0
-        ego_rows.append(size / 2 - 0.5 - float((rows[:, None] * m).sum() / m.sum()) if m.sum() else np.nan)
+        ego_rows.append(ego_row(size) - 0.5 - float((rows[:, None] * m).sum() / m.sum()) if m.sum() else np.nan)
         marks = f[0] == 1.0
         valid = f[0] > 0  # where the warped frame has content
         best, best_score = 0, -1.0
