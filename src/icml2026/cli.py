@@ -20,6 +20,7 @@ import errno
 import math
 import os
 import sys
+import time
 import traceback
 import types
 import typing
@@ -460,6 +461,7 @@ def _run_in_processes(runs: list[tuple[Any, Any, dict[str, Any], int]], args: ar
                        args.deterministic) for exp, _, overrides, seed in runs]
     print(f"running {len(tasks)} runs, {min(jobs, len(tasks))} at a time (preset {args.preset}) ...", flush=True)
     status = EXIT_OK
+    t0, done = time.perf_counter(), []
     for _, res in run_in_processes(tasks, min(jobs, len(tasks))):
         if res["status"] != "ok":
             print(f"icml2026: error: {res['error']}", file=sys.stderr, flush=True)
@@ -467,7 +469,22 @@ def _run_in_processes(runs: list[tuple[Any, Any, dict[str, Any], int]], args: ar
             continue
         _print_run(res["name"], res["verdict"], res["checks"], res["wall_s"], res["path"])
         status = worst_status(status, status_of_verdict(res["verdict"]))
+        done.append(res)
+    if len(done) > 1:
+        _print_costs(done, time.perf_counter() - t0)
     return status
+
+
+def _print_costs(done: list[dict[str, Any]], elapsed: float, n_slowest: int = 10) -> None:
+    """The cost of a batch of runs: elapsed time, the CPU time of all runs, and the slowest runs.
+
+    CPU time is what a batch costs on a loaded machine: on N free cores the batch takes about its sum / N."""
+    cpu = sum(float(r.get("cpu_s", 0.0)) for r in done)
+    print(f"{len(done)} runs finished in {elapsed:.0f} s; CPU time {cpu:.0f} s in all "
+          f"(about {cpu / 60:.1f} core-minutes); the slowest by CPU time:", flush=True)
+    for r in sorted(done, key=lambda r: -float(r.get("cpu_s", 0.0)))[:n_slowest]:
+        print(f"    {float(r.get('cpu_s', 0.0)):7.1f} CPU-s {r['wall_s']:7.1f} s  {r['name']} seed {r['seed']}",
+              flush=True)
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:

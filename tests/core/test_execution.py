@@ -126,6 +126,7 @@ def test_runs_in_parallel_processes_equal_the_runs_made_in_turn(tmp_path: Path,
     assert main([*argv, "--jobs", "2", "--out", str(tmp_path / "parallel")]) == 0
     out = capsys.readouterr().out
     assert "3 runs, 2 at a time" in out and out.count(f"REPRODUCED {NUMPY_ONLY}") == 6
+    assert "3 runs finished in" in out and "the slowest by CPU time" in out  # make demo's cost summary
     for seed in range(3):
         a, b = (json.loads((tmp_path / kind / NUMPY_ONLY / f"quick-seed{seed}" / "results.json").read_text())
                 for kind in ("serial", "parallel"))

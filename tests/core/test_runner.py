@@ -26,7 +26,7 @@ def test_run_folder_contents(toy_registry: dict, tmp_path: Path) -> None:
                 "versions", "git_commit"):
         assert key in data
     assert data["config"]["sizes"] == [1, 2] and data["verdict"] == "reproduced"
-    assert data["timing"]["wall_s"] >= 0
+    assert data["timing"]["wall_s"] >= 0 and data["timing"]["cpu_s"] >= 0
     report = (res.path / "report.md").read_text()
     assert "toy claim that passes" in report and "REPRODUCED" in report and "![toy.png](toy.png)" in report
     assert _visible(tmp_path / "toy.passes") == ["quick-seed0"]  # no temporaries

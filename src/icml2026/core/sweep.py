@@ -128,6 +128,7 @@ def run_task(task: SweepTask, ship: bool = False) -> dict[str, Any]:
                              n_threads=task.n_threads, overrides=task.overrides_dict, deterministic=task.deterministic)
         out = {**base, "status": "ok", "path": str(task.folder()), "metrics": res.results["metrics"],
                "verdict": res.verdict, "wall_s": res.results["timing"]["wall_s"],
+               "cpu_s": res.results["timing"].get("cpu_s", 0.0),
                "checks": [{"name": c["name"], "value": c["value"], "target": c["target"], "passed": c["passed"],
                            "role": c.get("role", "claim")} for c in res.results["checks"]]}
         if scratch is not None:
