@@ -11,7 +11,7 @@ TORCH_PIN := torch==2.13.0
 # CUDA build first (see README) or set TORCH_INDEX to a CUDA index; an installed torch 2.13.0 is kept.
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: install system-deps demo test test-slow bench report docs lint clean gpu-wheels gpu-smoke
+.PHONY: install system-deps demo test test-slow test-vision bench report docs lint clean gpu-wheels gpu-smoke
 
 install: $(STAMP)
 
@@ -54,6 +54,16 @@ test: system-deps $(STAMP)
 
 test-slow: system-deps $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) -m slow
+
+# core.loaders' vision backbones (timm, open_clip) need a torchvision built for the torch beside them, and the
+# pinned CPU torch has none on the package index: their tests run in a venv of their own over torch 2.14.1 and
+# torchvision 0.29.1 (a CUDA build that runs on the CPU; several GB). Not part of `make test`, which skips them.
+VISION_VENV ?= .venv-vision
+test-vision:
+	test -x $(VISION_VENV)/bin/python || $(PYTHON) -m venv $(VISION_VENV)
+	$(VISION_VENV)/bin/python -m pip install --quiet torch==2.14.1 torchvision==0.29.1
+	$(VISION_VENV)/bin/python -m pip install --quiet -e ".[dev,vision]" transformers safetensors peft
+	$(VISION_VENV)/bin/python -m pytest -q -p no:cacheprovider -rs tests/core/test_loaders.py -k "timm or open_clip or vision"
 
 bench: $(STAMP)
 	set -e; for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f --quick; done
