@@ -130,7 +130,39 @@ Control = Literal["none", "planted", "null"]
 
 
 @config
-class ProteinConfig:
+class _PolicyConfig:
+    """The fields both experiments share: the policy (which model, LoRA, precision), its SFT and RL steps' common
+    settings, and where it runs. Each experiment's config adds its task and its RL algorithm's fields."""
+
+    model: str = param("pretrained", help=_MODEL_HELP)
+    index_source: bool = param(True, help="write each source token after its position word (P0 A P1 C ...; a "
+                               "molecule: P0 c P1 1 ...)")
+    lora_rank: int = param(0, 0, 1024, help="LoRA rank of both stages (0: full fine-tune; paper: 32 SFT, 16 RL)")
+    bf16: bool = param(False, help="load / cast the policy to bfloat16")
+    grad_accum: int = param(1, 1, 1024, help="SFT micro-batches per step")
+    family: Literal["gpt2", "llama"] = "llama"
+    d_model: int = param(64, 8, 512, help="model = scratch only (brief: 128)")
+    n_layers: int = param(2, 1, 12, help="model = scratch only (brief: 4)")
+    n_heads: int = param(4, 1, 16, help="model = scratch only")
+    sft_batch: int = param(64, 1, 1024)
+    sft_lr: float = param(1e-3, 0, 0.1, lo_open=True)
+    group_size: int = param(8, 2, 64)
+    rl_lr: float = param(1e-4, 0, 0.1, lo_open=True)
+    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
+    workers: int = param(1, 1, 64, help="processes training the seeds side by side (CPU only; same results)")
+
+    def _check_policy(self) -> None:
+        """The rules between the shared fields (each experiment's ``__post_init__`` calls it first)."""
+        check_device_name(self.device)
+        check_workers(self.workers, self.device)
+        _model_rules(self.d_model, self.n_heads)
+        _check_model(self.model)
+        if self.grad_accum > self.sft_batch:
+            raise ValueError(f"grad_accum = {self.grad_accum}: must be <= sft_batch ({self.sft_batch})")
+
+
+@config
+class ProteinConfig(_PolicyConfig):
     n_seeds: int = param(3, 1, 10, help="independent seeds (data, models); claims use their mean")
     length: int = param(32, 8, 56, help="ancestor length (brief: 32; positions P0..P63 bound it)")
     n_train_sources: int = param(200, 2, 2000, help="brief: 200")
@@ -140,24 +172,11 @@ class ProteinConfig:
     n_eval_train_sources: int = param(20, 1, 200, help="training sources also evaluated (the paper's WT setting)")
     n_samples: int = param(100, 1, 1000, help="samples per source (paper: N = 100)")
     eval_temperature: float = param(1.0, 0.05, 5.0, help="brief: T = 1.0")
-    model: str = param("pretrained", help=_MODEL_HELP)
-    index_source: bool = param(True, help="write each source token after its position word (P0 A P1 C ...)")
-    lora_rank: int = param(0, 0, 1024, help="LoRA rank of both stages (0: full fine-tune; paper: 32 SFT, 16 RL)")
-    bf16: bool = param(False, help="load / cast the policy to bfloat16")
-    grad_accum: int = param(1, 1, 1024, help="SFT micro-batches per step")
-    family: Literal["gpt2", "llama"] = "llama"
-    d_model: int = param(64, 8, 512, help="model = scratch only (brief: 128)")
-    n_layers: int = param(2, 1, 12, help="model = scratch only (brief: 4)")
-    n_heads: int = param(4, 1, 16, help="model = scratch only")
     sft_steps: int = param(600, 1, 20000)
-    sft_batch: int = param(64, 1, 1024)
-    sft_lr: float = param(1e-3, 0, 0.1, lo_open=True)
     rl_algo: Literal["grpo", "gspo"] = "grpo"
     reward: Literal["paper", "official"] = "paper"
     rl_steps: int = param(300, 1, 5000, help="brief: 300-500")
     rl_prompts: int = param(16, 1, 256, help="brief: 16 prompts x G = 8")
-    group_size: int = param(8, 2, 64)
-    rl_lr: float = param(1e-4, 0, 0.1, lo_open=True)
     clip_eps: float = param(0.2, 0, 1, lo_open=True, hi_open=True, help="paper: 0.2")
     kl_beta: float = param(0.001, 0, 10, help="paper: 0.001")
     # Deviation: protein rollouts at T = 1.0, top-p 1 (the brief's evaluation temperature), not the paper's 0.7 / 0.9
@@ -167,19 +186,12 @@ class ProteinConfig:
                              "baseline arm with failed samples swapped for oracle successes (expected gain "
                              "0.47, the paper's); 'null' = the STRIDE arm is the baseline method trained on "
                              "another seed (no Stage II)")
-    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
-    workers: int = param(1, 1, 64, help="processes training the seeds side by side (CPU only; same results)")
 
     def __post_init__(self) -> None:
-        check_device_name(self.device)
-        check_workers(self.workers, self.device)
-        _model_rules(self.d_model, self.n_heads)
-        _check_model(self.model)
+        self._check_policy()
         if self.n_eval_train_sources > self.n_train_sources:
             raise ValueError(f"n_eval_train_sources = {self.n_eval_train_sources}: must be <= n_train_sources "
                              f"({self.n_train_sources})")
-        if self.grad_accum > self.sft_batch:
-            raise ValueError(f"grad_accum = {self.grad_accum}: must be <= sft_batch ({self.sft_batch})")
 
 
 #: The paper's gain of STRIDE over Vanilla SFT (89/100 - 42/100); the planted control's expected effect.
@@ -444,7 +456,7 @@ def _protein_outcome(cfg: ProteinConfig, per_seed: list[dict[str, Any]]) -> Outc
 # Molecule editing (criterion 6)
 # ---------------------------------------------------------------------------------------------------------
 @config
-class MoleculeConfig:
+class MoleculeConfig(_PolicyConfig):
     n_seeds: int = param(3, 1, 10)
     n_scaffolds: int = param(14, 1, 14, help="scaffolds used (14 = ~5.6k molecules)")
     n_train: int = param(20000, 10, 200000, help="training (source, instruction, target) triples")
@@ -453,23 +465,10 @@ class MoleculeConfig:
     max_edit_distance: int = param(8, 1, 30)
     min_target_reward: float = param(0.5, 0.0, 1.0, help="keep (source, target, instruction) triples the "
                                      "reward scores at least this high (issue 57)")
-    model: str = param("pretrained", help=_MODEL_HELP)
-    index_source: bool = param(True, help="write each source token after its position word (P0 c P1 1 ...)")
-    lora_rank: int = param(0, 0, 1024, help="LoRA rank of both stages (0: full fine-tune; paper: 32 SFT, 16 RL)")
-    bf16: bool = param(False, help="load / cast the policy to bfloat16")
-    grad_accum: int = param(1, 1, 1024, help="SFT micro-batches per step")
-    family: Literal["gpt2", "llama"] = "llama"
-    d_model: int = param(64, 8, 512, help="model = scratch only (brief: 128)")
-    n_layers: int = param(2, 1, 12, help="model = scratch only (brief: 4)")
-    n_heads: int = param(4, 1, 16, help="model = scratch only")
     sft_steps: int = param(1500, 1, 50000)
-    sft_batch: int = param(64, 1, 1024)
-    sft_lr: float = param(1e-3, 0, 0.1, lo_open=True)
     rl_algo: Literal["grpo", "gspo"] = "gspo"
     rl_steps: int = param(150, 1, 5000)
     rl_prompts: int = param(16, 1, 256)
-    group_size: int = param(8, 2, 64)
-    rl_lr: float = param(1e-4, 0, 0.1, lo_open=True)
     steps_per_generation: int = param(4, 1, 64, help="paper: 4")
     eps_low: float = param(3e-4, 0, 1, lo_open=True, hi_open=True, help="paper: 3e-4")
     eps_high: float = param(4e-4, 0, 1, lo_open=True, help="paper: 4e-4")
@@ -479,19 +478,12 @@ class MoleculeConfig:
                              "at the evaluation's sample size (no model): 'planted' = the paper's STRIDE-SFT and "
                              "STRIDE-GSPO rates; 'null' = both arms at the paper's GSPO rates, the second's shift "
                              "rate raised by the paper's effect (0.228)")
-    device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
-    workers: int = param(1, 1, 64, help="processes training the seeds side by side (CPU only; same results)")
 
     def __post_init__(self) -> None:
-        check_device_name(self.device)
-        check_workers(self.workers, self.device)
-        _model_rules(self.d_model, self.n_heads)
-        _check_model(self.model)
+        self._check_policy()
         if (self.rl_prompts * self.group_size) % self.steps_per_generation:
             raise ValueError(f"steps_per_generation = {self.steps_per_generation}: must divide rl_prompts * "
                              f"group_size ({self.rl_prompts * self.group_size})")
-        if self.grad_accum > self.sft_batch:
-            raise ValueError(f"grad_accum = {self.grad_accum}: must be <= sft_batch ({self.sft_batch})")
 
 
 #: The ground truth must beat copying the source by this much under the reward (half the smallest positive
