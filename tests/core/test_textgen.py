@@ -279,6 +279,48 @@ def test_completions_are_grouped_by_index_and_key_is_sent_not_leaked(monkeypatch
     assert "sk-secret" not in repr(be) and "sk-secret" not in json.dumps(vars(be), default=str)
 
 
+def test_chat_completion_sends_whole_messages_and_tools_and_returns_the_response(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TP_TEST_KEY", "sk-secret-789")
+    answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}]}}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}}
+
+    def tool_call(h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        reply(h, 200, json.dumps(answer).encode())
+
+    messages = [{"role": "system", "content": "use tools"}, {"role": "user", "content": "q"},
+                {"role": "assistant", "content": "thinking"}, {"role": "tool", "content": "result"}]
+    tools = [{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]
+    with fault_server(tool_call) as (url, log):
+        be = OpenAICompatBackend(url, "m", api_key_env="TP_TEST_KEY", timeout_s=5)
+        got = be.chat_completion(messages, tools=tools, temperature=0.5, max_new_tokens=7, seed=3)
+        plain = be.chat_completion(messages[:2])
+    assert got == answer and plain == answer
+    sent = log[0]["body"]
+    assert log[0]["path"] == "/v1/chat/completions" and log[0]["auth"] == "Bearer sk-secret-789"
+    assert sent["messages"] == messages and sent["tools"] == tools and sent["seed"] == 3
+    assert sent["max_tokens"] == 7 and sent["temperature"] == 0.5 and sent["n"] == 1
+    assert "tools" not in log[1]["body"] and "seed" not in log[1]["body"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"messages": "hello"}, "messages must be"),
+    ({"messages": []}, "messages must be"),
+    ({"messages": [{"content": "no role"}]}, r"messages\[0\]"),
+    ({"messages": [{"role": "user", "content": "q"}], "tools": {"type": "function"}}, "tools must be"),
+    ({"messages": [{"role": "user", "content": "q"}], "max_new_tokens": 0}, "max_new_tokens"),
+    ({"messages": [{"role": "user", "content": "q"}], "temperature": -1.0}, "temperature"),
+    ({"messages": [{"role": "user", "content": "q"}], "seed": "7"}, "seed"),
+])
+def test_chat_completion_refuses_bad_arguments_before_sending(kwargs: dict[str, Any], message: str) -> None:
+    with fault_server(lambda h, b: reply(h, 200, b"{}")) as (url, log):
+        be = OpenAICompatBackend(url, "m", timeout_s=5)
+        with pytest.raises((TypeError, ValueError), match=message):
+            be.chat_completion(**kwargs)
+    assert log == []
+
+
 def test_missing_key_variable_is_named_not_valued(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TP_ABSENT_KEY", raising=False)
     be = OpenAICompatBackend("http://127.0.0.1:9/v1", "m", api_key_env="TP_ABSENT_KEY")

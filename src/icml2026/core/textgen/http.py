@@ -29,7 +29,7 @@ import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import Any, Literal, TypeVar
 
@@ -425,6 +425,43 @@ class OpenAICompatBackend:
                 requests.append(RequestUsage(tuple(range(start, start + len(chunk))), _usage(data, "/completions")))
             out.extend(got)
         return Samples(out, requests)
+
+    def chat_completion(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        n: int = 1,
+        temperature: float = 1.0,
+        max_new_tokens: int = 32,
+        seed: int | None = None,
+    ) -> dict[str, Any]:
+        """One ``/chat/completions`` request with whole messages, for what :meth:`sample` cannot say: a system
+        prompt, several turns, tool results (``role`` ``"tool"``), and ``tools`` (OpenAI function schemas).
+
+        Returns the server's response object as it came: its ``choices`` (``message.content``,
+        ``message.tool_calls``) and its ``usage``. Same deadline, retries and key handling as :meth:`sample`; a
+        server that refuses the request raises :class:`BackendHTTPError` (its ``status``: 400, 422 or 501 for a
+        server without tool calling, say).
+        """
+        if isinstance(messages, (str, Mapping)) or not isinstance(messages, Sequence) or not messages:
+            raise TypeError("messages must be a non-empty sequence of {'role': ..., 'content': ...} mappings")
+        for i, m in enumerate(messages):
+            if not isinstance(m, Mapping) or not isinstance(m.get("role"), str) or "content" not in m:
+                raise TypeError(f"messages[{i}] must be a mapping with a string 'role' and a 'content'")
+        if tools is not None and (isinstance(tools, (str, Mapping)) or
+                                  not all(isinstance(t, Mapping) for t in tools)):
+            raise TypeError("tools must be a sequence of tool schemas (mappings) or None")
+        check_sample_args([], n, temperature, max_new_tokens, ())
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+            raise TypeError(f"seed must be an integer or None, got {seed!r}")
+        payload: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages], "n": int(n),
+                                   "temperature": float(temperature), "max_tokens": int(max_new_tokens)}
+        if seed is not None:
+            payload["seed"] = int(seed)
+        if tools:
+            payload["tools"] = [dict(t) for t in tools]
+        return self._post("/chat/completions", payload)
 
     # -------------------------------------------------------------------------------------- scoring
     def _tokenize(self, text: str, add_special_tokens: bool) -> list[int]:

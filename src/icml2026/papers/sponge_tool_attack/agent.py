@@ -397,27 +397,26 @@ class _EndpointPlanner:
 
     def turn(self, query: str, steps: Sequence[Step], force: bool) -> _Turn:
         a = self.agent
-        payload: dict[str, Any] = {
-            "model": a.backend.model, "messages": chat_messages(a.tools, query, steps, force),
-            "temperature": a.temperature, "max_tokens": a.max_new_tokens, "n": 1,
-            "seed": int(self.rng.integers(2**31)),
-        }
+        messages = chat_messages(a.tools, query, steps, force)
+        seed = int(self.rng.integers(2**31))
         native = a.tool_mode == "native" or (a.tool_mode == "auto" and a.native_ok is not False)
-        if native and not force:
-            payload["tools"] = tool_schemas(a.tools)
+        tools = tool_schemas(a.tools) if native and not force else None
+
+        def ask(tools: list[dict[str, Any]] | None) -> Any:
+            return a.backend.chat_completion(messages, tools=tools, n=1, temperature=a.temperature,
+                                  max_new_tokens=a.max_new_tokens, seed=seed)
+
         try:
-            # Deviation: core.textgen's OpenAICompatBackend sends one user message per prompt; multi-turn
-            # messages and tools go through its request method (same deadline, retries and key handling).
-            data = a.backend._post("/chat/completions", payload)
+            data = ask(tools)
         except TextBackendError as exc:
             status = getattr(exc, "status", None)
-            if "tools" in payload and a.tool_mode == "auto" and status in (400, 422, 501):
+            if tools and a.tool_mode == "auto" and status in (400, 422, 501):
                 a.native_ok = False  # the server refuses tools: JSON in the content from now on
-                payload.pop("tools")
-                data = a.backend._post("/chat/completions", payload)
+                tools = None
+                data = ask(None)
             else:
                 raise
-        return _parse_chat_response(data, "tools" in payload, a)
+        return _parse_chat_response(data, bool(tools), a)
 
 
 def _parse_chat_response(data: Any, sent_tools: bool, agent: ToolAgent) -> _Turn:
