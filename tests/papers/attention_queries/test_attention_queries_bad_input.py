@@ -9,11 +9,11 @@ import pytest
 
 from icml2026.core import make_rng
 from icml2026.papers import attention_queries as A
-from icml2026.papers.attention_queries.experiments.exact_recovery import ExactConfig
-from icml2026.papers.attention_queries.experiments.low_rank_recovery import LowRankConfig
-from icml2026.papers.attention_queries.experiments.multihead_nonidentifiable import MultiHeadConfig
-from icml2026.papers.attention_queries.experiments.noise_tolerance import NoiseConfig, noise_tolerance
-from icml2026.papers.attention_queries.experiments.one_layer_reduction import OneLayerConfig
+from icml2026.papers.attention_queries.studies.exact_recovery import ExactConfig
+from icml2026.papers.attention_queries.studies.low_rank_recovery import LowRankConfig
+from icml2026.papers.attention_queries.studies.multihead_nonidentifiable import MultiHeadConfig
+from icml2026.papers.attention_queries.studies.noise_tolerance import NoiseConfig, noise_tolerance
+from icml2026.papers.attention_queries.studies.one_layer_reduction import OneLayerConfig
 
 NAN, INF = float("nan"), float("inf")
 

@@ -15,12 +15,13 @@ from icml2026.papers.attention_queries import (
     random_single_head,
 )
 from icml2026.papers.attention_queries.data import random_sequences
-from icml2026.papers.attention_queries.experiments import (
+from icml2026.papers.attention_queries.multihead import MultiHeadAttention, nonidentifiable_pair
+from icml2026.papers.attention_queries.studies import (
     exact_recovery,
     multihead_nonidentifiable,
     noise_tolerance,
 )
-from icml2026.papers.attention_queries.experiments._preconditions import (
+from icml2026.papers.attention_queries.studies._preconditions import (
     NoiseAudit,
     noise_checks,
     rank_gap_check,
@@ -28,7 +29,6 @@ from icml2026.papers.attention_queries.experiments._preconditions import (
     rounding_over_eps,
     value_norm_check,
 )
-from icml2026.papers.attention_queries.multihead import MultiHeadAttention, nonidentifiable_pair
 
 
 def _precondition(out: Any, name: str) -> Any:

@@ -24,7 +24,7 @@ from icml2026.papers.neurocnn import (
     tap_positions,
     train_classifier,
 )
-from icml2026.papers.neurocnn.experiments import EcgConfig, ModelInvarianceConfig, ZeroShotConfig
+from icml2026.papers.neurocnn.studies import EcgConfig, ModelInvarianceConfig, ZeroShotConfig
 
 torch.set_num_threads(1)  # shared 2-core machine
 

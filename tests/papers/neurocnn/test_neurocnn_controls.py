@@ -12,10 +12,10 @@ torch = pytest.importorskip("torch")
 
 from icml2026.core.registry import get_experiment  # noqa: E402
 from icml2026.papers.neurocnn import SplineConv1d  # noqa: E402
-from icml2026.papers.neurocnn.experiments import ecg, sleep  # noqa: E402
-from icml2026.papers.neurocnn.experiments.controls import degrade, reshuffle, wrong_class  # noqa: E402
-from icml2026.papers.neurocnn.experiments.layer import _exact_response, _sines  # noqa: E402
-from icml2026.papers.neurocnn.experiments.protocol import EvalPredictions  # noqa: E402
+from icml2026.papers.neurocnn.studies import ecg, sleep  # noqa: E402
+from icml2026.papers.neurocnn.studies.controls import degrade, reshuffle, wrong_class  # noqa: E402
+from icml2026.papers.neurocnn.studies.layer import _exact_response, _sines  # noqa: E402
+from icml2026.papers.neurocnn.studies.protocol import EvalPredictions  # noqa: E402
 
 torch.set_num_threads(1)
 

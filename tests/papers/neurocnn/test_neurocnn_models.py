@@ -174,7 +174,7 @@ def test_layer_checks_can_fail():
     taps at 90 Hz (D * fs not an integer) miss the brief's 10% bound that the exact taps meet."""
     import dataclasses
 
-    from icml2026.papers.neurocnn.experiments import _convergence_order
+    from icml2026.papers.neurocnn.studies import _convergence_order
 
     rates = np.array([80.0, 100.0, 200.0, 500.0, 1000.0])
     assert abs(_convergence_order(rates, 0.05 + 0 * rates)) < 1e-9
@@ -195,7 +195,7 @@ def test_model_invariance_is_a_statement_over_models():
 
 
 def test_bad_configs_raise():
-    from icml2026.papers.neurocnn.experiments import EcgConfig, ZeroShotConfig
+    from icml2026.papers.neurocnn.studies import EcgConfig, ZeroShotConfig
 
     with pytest.raises(ValueError, match="train_fs"):
         ZeroShotConfig(test_rates=(200.0,))

@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from icml2026.papers.neurocnn import FixedCNN, SirenConv1d, SplineConv1d, train_classifier  # noqa: E402
-from icml2026.papers.neurocnn.experiments import (  # noqa: E402
+from icml2026.papers.neurocnn.studies import (  # noqa: E402
     EcgConfig,
     ZeroShotConfig,
     _plateau_checks,
@@ -104,7 +104,7 @@ def test_ecg_checks_are_statements_over_the_repeats(monkeypatch):
     generator (as before the field existed, so earlier runs stay reproducible)."""
     import dataclasses
 
-    from icml2026.papers.neurocnn.experiments import ecg as ex
+    from icml2026.papers.neurocnn.studies import ecg as ex
 
     seen: list[np.random.Generator] = []
     # per training: macro-F1 at 100 Hz and at 200 Hz (accuracies are not checked here)

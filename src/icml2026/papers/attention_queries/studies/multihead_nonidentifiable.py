@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from icml2026.core import Check, Outcome, experiment, spawn
+from icml2026.core import Check, Outcome, spawn
 from icml2026.core.config import config, param
 from icml2026.core.plotting import new_figure
 
@@ -20,11 +20,6 @@ class MultiHeadConfig:
     max_len: int = param(10, 1, 100, help="longest sequence; brief acceptance 6: n up to 10")
 
 
-@experiment(
-    "attention_queries.multihead_nonidentifiable",
-    claim="Multi-head attention is not identifiable: different per-head parameters give the same function.",
-    presets={"quick": MultiHeadConfig(), "full": MultiHeadConfig(d=32, n_heads=8, n_sequences=10000)},
-)
 def multihead_nonidentifiable(cfg: MultiHeadConfig, rng: np.random.Generator) -> Outcome:
     rng_pair, rng_seq = spawn(rng, 2)
     first, second = nonidentifiable_pair(cfg.d, cfg.n_heads, rng_pair)

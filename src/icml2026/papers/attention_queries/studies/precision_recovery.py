@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from icml2026.core import Check, Outcome, experiment, spawn
+from icml2026.core import Check, Outcome, spawn
 from icml2026.core.config import config, param
 
 from .._threads import single_blas_thread
@@ -39,18 +39,6 @@ class PrecisionConfig:
             raise ValueError(f"lr_rank = {self.lr_rank}: must be < (lr_d - 1) / 2 (else the exact method is used)")
 
 
-@experiment(
-    "attention_queries.precision_recovery",
-    claim="With float32 and float16 oracles (the precision of real models) the learner infers the precision "
-    "from the answers, sets the saturation threshold and rank tolerance from it, and recovers A to "
-    "~1e-6 (float32) and ~1e-2 (float16) within its error bar; float32 rank estimation stays at (2r+2)d "
-    "queries plus counted retries.",
-    presets={
-        "smoke": PrecisionConfig(d=8, lr_d=16, lr_rank=2, n_seeds=1),
-        "quick": PrecisionConfig(),
-        "full": PrecisionConfig(d=32, lr_d=64, lr_rank=4, n_seeds=5),
-    },
-)
 def precision_recovery(cfg: PrecisionConfig, rng: np.random.Generator) -> Outcome:
     with single_blas_thread():
         return _precision_recovery(cfg, rng)

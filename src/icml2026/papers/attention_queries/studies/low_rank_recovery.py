@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from icml2026.core import Check, Outcome, experiment, spawn
+from icml2026.core import Check, Outcome, spawn
 from icml2026.core.config import config, param
 from icml2026.core.plotting import new_figure
 
@@ -59,15 +59,6 @@ class LowRankConfig:
 _CS_TOL = 1e-8  # brief acceptance 3: relative error < 1e-8 counts as recovery
 
 
-@experiment(
-    "attention_queries.low_rank_recovery",
-    claim="A rank-r head is recovered with O(rd) queries: (2r+2)d adaptively, about kappa r d (kappa ~ 3-6) "
-    "by compressed sensing, far below the d^2 + d of the exact method.",
-    presets={
-        "quick": LowRankConfig(cs_kappa_min=2.5),
-        "full": LowRankConfig(d_max=256, r_max=16, cs_n_seeds=10, cs_kappa_min=1.5, cs_kappa_step=0.25),
-    },
-)
 def low_rank_recovery(cfg: LowRankConfig, rng: np.random.Generator) -> Outcome:
     with single_blas_thread():
         return _low_rank_recovery(cfg, rng)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.interpolate import CubicSpline
 
-from icml2026.core import Check, Outcome, experiment, torch_generator
+from icml2026.core import Check, Outcome, torch_generator
 from icml2026.core.config import config, param
 
 from ..spline_conv import SplineConv1d, kernel_length, natural_spline_basis, tap_positions
@@ -29,14 +29,6 @@ class BasisConfig:
                              f"at {max(self.rates):g} Hz has {entries:,} taps (at most 5,000,000)")
 
 
-@experiment(
-    "neurocnn.spline_basis",
-    claim="The kernel P @ A^T equals the natural cubic spline through the control points on every tap "
-    "grid, and the kernel length is odd and round(D fs) or round(D fs) + 1.",
-    presets={"quick": BasisConfig(), "full": BasisConfig(n_knots=15, in_channels=8, out_channels=8)},
-    no_preconditions="Analytic: the layer's kernel is compared with scipy's natural cubic spline through the same "
-    "control values on fixed tap grids; nothing is trained, and any random control values are a valid instance.",
-)
 def spline_basis(cfg: BasisConfig, rng: np.random.Generator) -> Outcome:
     layer = SplineConv1d(
         cfg.in_channels, cfg.out_channels, cfg.n_knots, cfg.duration_s, generator=torch_generator(rng)

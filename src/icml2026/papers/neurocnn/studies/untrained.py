@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from icml2026.core import Check, Outcome, experiment, spawn, torch_generator
+from icml2026.core import Check, Outcome, spawn, torch_generator
 from icml2026.core.config import config, param
 from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.progress import track
@@ -56,26 +56,6 @@ class ModelInvarianceConfig:
                              f"exceed {8 * _MAX_ACTIVATIONS:,}; use fewer models or windows")
 
 
-@experiment(
-    "neurocnn.model_invariance",
-    claim="An untrained NeurOCNN's logits for one analytic signal move far less between 100 Hz and "
-    "200 / 300 Hz than a fixed-kernel CNN's (median over random models); the brief's < 5% is reported.",
-    presets={
-        "quick": ModelInvarianceConfig(n_models=8, n_windows=2),
-        "full": ModelInvarianceConfig(n_models=32, n_windows=4),
-        # smoke: two 10 s windows through two narrow models (contract test; its checks may fail)
-        "smoke": ModelInvarianceConfig(n_models=2, n_windows=1, channels=(8, 8), n_modes=8, segment_s=5.0,
-                                       window_s=10.0),
-        # the controls of the ratio claim, at the smoke's narrow sizes with the quick preset's 8 models (the
-        # statistic, a median over models of the ratio of two relative logit changes, is the same):
-        # planted: the NeurOCNN arm moves by exactly the brief's 5% of its logits' norm, in a random direction;
-        # null: the NeurOCNN arm is a second fixed CNN (another initialisation): both arms one method
-        "planted": ModelInvarianceConfig(n_models=8, n_windows=1, channels=(8, 8), n_modes=8, segment_s=5.0,
-                                         window_s=10.0, control="planted"),
-        "null": ModelInvarianceConfig(n_models=8, n_windows=1, channels=(8, 8), n_modes=8, segment_s=5.0,
-                                      window_s=10.0, control="null"),
-    },
-)
 def model_invariance(cfg: ModelInvarianceConfig, rng: np.random.Generator) -> Outcome:
     device = resolve_device(cfg.device)
     rel = np.zeros((cfg.n_models, len(cfg.rates)))

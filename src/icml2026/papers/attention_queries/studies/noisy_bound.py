@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from icml2026.core import Check, Outcome, experiment, spawn
+from icml2026.core import Check, Outcome, spawn
 from icml2026.core.config import config, param
 from icml2026.core.plotting import new_figure
 
@@ -90,17 +90,6 @@ def _noisy_trial(
     }
 
 
-@experiment(
-    "attention_queries.noisy_bound",
-    claim="Under additive tolerance tau the noisy learner's error stays within its error bar and within the "
-    "a-priori bound O(tau d ||C^-1|| / (margin s*^3)), polynomial in d and 1/margin, for uniform, sign and "
-    "worst-case adversaries and the worst found by a sign search, with at most 2(d^2 + d) queries.",
-    presets={
-        "smoke": NoisyBoundConfig(d_max=8, n_margins=2, n_tau=1, n_seeds=1, search_d=4, search_passes=0),
-        "quick": NoisyBoundConfig(),
-        "full": NoisyBoundConfig(d_max=64, n_margins=5, log10_margin_min=-3.0, n_tau=5, n_seeds=5, search_passes=2),
-    },
-)
 def noisy_bound(cfg: NoisyBoundConfig, rng: np.random.Generator) -> Outcome:
     with single_blas_thread():
         return _noisy_bound(cfg, rng)

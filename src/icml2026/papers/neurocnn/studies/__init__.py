@@ -1,4 +1,5 @@
-"""Registered experiments of NeurOCNN (brief criteria 1-6), one module per claim.
+"""The bodies of NeurOCNN's experiments (brief criteria 1-6; registered, with their claims and presets, in
+:mod:`..experiments`), one module per claim.
 
 ==================  ==========================================================================================
 ``basis``           ``neurocnn.spline_basis``: criterion 1, the spline kernel against scipy
@@ -7,7 +8,11 @@
 ``protocol``        the zero-shot protocol of criteria 4-6 (``ZeroShotConfig``, training, evaluation)
 ``sleep``           ``neurocnn.sleep_zero_shot``: criteria 4-5 on the synthetic sleep-like EEG
 ``ecg``             ``neurocnn.ecg_zero_shot``: criterion 6 on synthetic ECG
+``controls``        the constructed arms of the ``planted`` and ``null`` presets (the controls)
 ==================  ==========================================================================================
+
+Importing this package registers nothing (the registrations are in :mod:`..experiments`); ``_limits`` holds the
+size limits the configs share.
 """
 
 from __future__ import annotations

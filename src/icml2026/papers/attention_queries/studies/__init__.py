@@ -1,4 +1,5 @@
-"""Registered experiments of "Provably Learning Attention with Queries", one module per claim.
+"""The bodies of the experiments of "Provably Learning Attention with Queries" (registered, with their claims and
+presets, in :mod:`..experiments`), one module per claim.
 
 =============================  ==============================================================================
 module                         claim
@@ -13,8 +14,8 @@ module                         claim
 ``pretrained_head``            every head of a real Hugging Face layer (biases included) from queries
 =============================  ==============================================================================
 
-Importing this package registers every experiment (the registry's discovery imports it); ``_grid`` holds the
-grids and reductions the sweeps share.
+Importing this package registers nothing (the registrations are in :mod:`..experiments`). ``_grid`` holds the
+grids and reductions the sweeps share, ``_preconditions`` what the preconditions measure.
 """
 
 from __future__ import annotations

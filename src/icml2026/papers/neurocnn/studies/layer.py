@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from scipy.integrate import simpson
 
-from icml2026.core import Check, Outcome, experiment, spawn, torch_generator
+from icml2026.core import Check, Outcome, spawn, torch_generator
 from icml2026.core.config import config, param
 from icml2026.core.device import check_device_name, resolve_device
 from icml2026.core.plotting import new_figure
@@ -104,17 +104,6 @@ def _convergence_order(rates: np.ndarray, errors: np.ndarray) -> float:
     return float(-slope)
 
 
-@experiment(
-    "neurocnn.layer_invariance",
-    claim="A random spline-conv layer's output at rate fs converges to the continuous convolution "
-    "(4 kHz reference) as fs grows, and Fourier pooling tokens agree across rates.",
-    presets={
-        "quick": LayerInvarianceConfig(n_draws=256),
-        "full": LayerInvarianceConfig(n_draws=1024),
-        # smoke: two draws, two rates, a 1 kHz reference (contract test; its checks may fail)
-        "smoke": LayerInvarianceConfig(rates=(100, 200), ref_fs=1000.0, n_draws=2, window_s=4.0),
-    },
-)
 def layer_invariance(cfg: LayerInvarianceConfig, rng: np.random.Generator) -> Outcome:
     device = resolve_device(cfg.device)
     errs = {sp: np.zeros((cfg.n_draws, len(cfg.rates))) for sp in ("exact", "released")}

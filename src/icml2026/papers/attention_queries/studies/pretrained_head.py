@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from icml2026.core import Check, Outcome, experiment, spawn
+from icml2026.core import Check, Outcome, spawn
 from icml2026.core.config import config, param
 from icml2026.core.errors import BadInput
 from icml2026.core.loaders import check_model_path
@@ -92,18 +92,6 @@ def _load(cfg: PretrainedHeadConfig) -> Any:
     return loader(cfg.model, load_tokenizer=False).model
 
 
-@experiment(
-    "attention_queries.pretrained_head",
-    claim="Every head of a real pretrained attention layer (a Hugging Face BERT or GPT-2 block, its query, key, "
-    "value and output biases included) is recovered from black-box queries: A, the query-bias vector w, v and "
-    "the value offset, with d^2 + 2d + 1 queries (exact) or (2r + 2) d + 1 (adaptive, r the head dimension), "
-    "plus counted retries and probes.",
-    presets={
-        "quick": PretrainedHeadConfig(),
-        "full": PretrainedHeadConfig(d_model=64, n_heads=4),
-        "smoke": PretrainedHeadConfig(d_model=16, n_heads=2, method="adaptive"),
-    },
-)
 def pretrained_head(cfg: PretrainedHeadConfig, rng: np.random.Generator) -> Outcome:
     with single_blas_thread():
         return _pretrained_head(cfg, rng)

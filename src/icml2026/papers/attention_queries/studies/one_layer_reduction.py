@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from icml2026.core import Check, Outcome, experiment, spawn
+from icml2026.core import Check, Outcome, spawn
 from icml2026.core.config import config, param
 
 from ..data import relative_error
@@ -21,12 +21,6 @@ class OneLayerConfig:
     n_models: int = param(2, 1, 20, help="random one-layer models")
 
 
-@experiment(
-    "attention_queries.one_layer_reduction",
-    claim="Given an FFN learner (assumed, as in the paper), a one-layer Transformer's A and V are recovered "
-    "exactly, A with d^2 further queries.",
-    presets={"quick": OneLayerConfig(), "full": OneLayerConfig(d=32, n_models=5)},
-)
 def one_layer_reduction(cfg: OneLayerConfig, rng: np.random.Generator) -> Outcome:
     rows: list[dict[str, Any]] = []
     w1_ratio, n_active = math.inf, math.inf

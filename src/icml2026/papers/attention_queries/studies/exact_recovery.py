@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from icml2026.core import Check, Outcome, experiment, spawn
+from icml2026.core import Check, Outcome, spawn
 from icml2026.core.config import config, param
 from icml2026.core.plotting import new_figure
 
@@ -38,11 +38,6 @@ class ExactConfig:
         check_pow2_range(self.d_min, self.d_max, "d_min", "d_max")
 
 
-@experiment(
-    "attention_queries.exact_recovery",
-    claim="A single attention head (A, v) is recovered exactly from d^2 + d noiseless queries.",
-    presets={"quick": ExactConfig(), "full": ExactConfig(d_max=128)},
-)
 def exact_recovery(cfg: ExactConfig, rng: np.random.Generator) -> Outcome:
     ds = powers_of_two(cfg.d_min, cfg.d_max)
     rows: list[dict[str, Any]] = []

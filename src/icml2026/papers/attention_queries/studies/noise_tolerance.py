@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from icml2026.core import Check, Outcome, experiment, spawn
+from icml2026.core import Check, Outcome, spawn
 from icml2026.core.config import config, param
 from icml2026.core.plotting import new_figure
 
@@ -35,11 +35,6 @@ class NoiseConfig:
             raise ValueError(f"log10_tau_min = {self.log10_tau_min}: must be < log10_tau_max ({self.log10_tau_max})")
 
 
-@experiment(
-    "attention_queries.noise_tolerance",
-    claim="With an additive-tolerance oracle the recovery error grows linearly in tau (log-log slope ~ 1).",
-    presets={"quick": NoiseConfig(), "full": NoiseConfig(d=32, n_tau=13)},
-)
 def noise_tolerance(cfg: NoiseConfig, rng: np.random.Generator) -> Outcome:
     rng_head, rng_noise = spawn(rng, 2)
     head = random_single_head(cfg.d, cfg.d, rng_head)
