@@ -116,6 +116,18 @@ def test_every_paper_has_experiments() -> None:
         assert any(n.startswith(slug + ".") for n in NAMES)
 
 
+def test_every_paper_registers_its_experiments_in_one_module() -> None:
+    """The house layout (ARCHITECTURE): ``papers/<slug>/experiments.py`` holds every registration, the bodies of
+    long studies live elsewhere in the paper (``studies/``); the catalog's package form is for outside plugins."""
+    from icml2026.core.catalog import paper_dirs
+
+    dirs = paper_dirs()
+    assert set(dirs) == set(SLUGS)
+    for slug, folder in dirs.items():
+        assert (folder / "experiments.py").is_file(), f"{slug}: no experiments.py"
+        assert not (folder / "experiments").exists(), f"{slug}: an experiments/ package beside experiments.py"
+
+
 @pytest.mark.parametrize("slug", SLUGS)
 def test_catalog_equals_registry(slug: str) -> None:
     registry.discover([slug])
