@@ -49,10 +49,31 @@ class DriveConfig:
     cache: Literal["on", "off"] = "on"
     device: str = param("cpu", help="torch device of the encoder and planners: cpu, cuda, cuda:<n>, mps (--device)")
     workers: int = param(1, 1, 64, help="processes running the sub-seeds side by side (CPU only; same results)")
+    planner: str = param("", help="a Hugging Face causal LM folder (Qwen2/Llama class) as the planner's backbone; "
+                         "empty: a Qwen2 decoder built here from d_model / n_layers")
+    encoder: str = param("", help="a pretrained DINOv3-class ViT folder as the frozen BEV encoder (resize + "
+                         "ImageNet normalisation); empty: a tiny DINOv3 pre-trained here by masked image modelling")
+    variant_d: Literal["on", "off"] = param("on", choices=("on", "off"),
+                                            help="train the autoregressive baseline D on the first sub-seed")
+    control: Literal["none", "planted", "null"] = param(
+        "none", choices=("none", "planted", "null"),
+        help="world_model's comparative checks on a control: 'planted' = C is the no-supervision arm C0 "
+        "(another init) with its waypoint errors cut by 10 %; 'null' = C is that arm unchanged, and B is it "
+        "with errors cut by 1/1.1 (C 10 % worse than B)")
+    complex_share: float = param(0.5, 0.0, 0.9, help="adaptive_cot: share of complex frames in each training "
+                                 "batch (oversampling the long tail; 0: uniform batches)")
+    val_long_tail_fraction: float = param(1.0, 0.0, 1.0, help="adaptive_cot: long-tail share of the validation "
+                                          "episodes it draws its balanced evaluation split from")
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
         check_workers(self.workers, self.device)
+        from icml2026.core.loaders import check_model_path
+
+        if self.planner:
+            check_model_path(self.planner, key="planner", kinds=("hf",))
+        if self.encoder:
+            check_model_path(self.encoder, key="encoder", kinds=("hf",))
 
 
 def _smoke() -> DriveConfig:
@@ -70,24 +91,27 @@ def _smoke() -> DriveConfig:
         eval_steps=12,
         n_boot=50,
         cache="off",
+        variant_d="off",
     )
 
 
 def _quick() -> DriveConfig:
+    # one training sub-seed per run on one process (the headline is over runner seeds 0-2); D is left to the
+    # full preset and the closed loop is a 2-episode smoke here (it is reported, never checked)
     return DriveConfig(
-        n_seeds=3,
+        n_seeds=1,
         n_train=16,
         n_val=4,
         episode_steps=30,
         enc_steps=60,
-        train_steps=100,
+        train_steps=150,
         batch=16,
         d_model=48,
         n_layers=2,
-        n_eval=10,
-        eval_steps=20,
+        n_eval=2,
+        eval_steps=12,
         n_boot=300,
-        workers=2,
+        variant_d="off",
     )
 
 
@@ -97,8 +121,14 @@ def _full() -> DriveConfig:
 
 
 def _quick_cot() -> DriveConfig:
-    # 4 closed-loop episodes (one long-tail): the committed quick runs of adaptive_cot used this size
-    return dataclasses.replace(_quick(), n_eval=4)
+    # adaptive_cot: every training and validation episode carries a long-tail event (complex frames are ~5 % of
+    # the frames of such episodes), 12 validation episodes for a balanced split with enough complex frames;
+    # 4 closed-loop episodes (one long-tail, the brief's 30 %) for the token count
+    return dataclasses.replace(_quick(), long_tail_fraction=1.0, n_val=12, n_eval=4)
+
+
+def _full_cot() -> DriveConfig:
+    return dataclasses.replace(_full(), long_tail_fraction=1.0, n_val=60)
 
 
 @dataclass
@@ -109,20 +139,22 @@ class _Prepared:
     eval_seeds: list[int]
 
 
-def _prepare(cfg: DriveConfig) -> _Prepared:
+def _prepare(cfg: DriveConfig, val_long_tail_fraction: float | None = None) -> _Prepared:
+    """Expert episodes (cached), samples and the closed-loop experts; the validation episodes carry events in
+    ``val_long_tail_fraction`` of the episodes (default: the training fraction)."""
     from .closed_loop import eval_event
     from .data import cached_episodes, collect_episodes, simulate_episode
     from .training import build_samples
 
     cache = CACHE_DIR if cfg.cache == "on" else None
 
-    def eps(n: int, base: int) -> list[Any]:
+    def eps(n: int, base: int, frac: float) -> list[Any]:
         key = {
             "what": "expert",
             "n": n,
             "base": base,
             "steps": cfg.episode_steps,
-            "frac": cfg.long_tail_fraction,
+            "frac": frac,
             "data_seed": DATA_SEED,
         }
         return cached_episodes(
@@ -130,15 +162,16 @@ def _prepare(cfg: DriveConfig) -> _Prepared:
             lambda: collect_episodes(
                 n,
                 np.random.default_rng(DATA_SEED + base),
-                cfg.long_tail_fraction,
+                frac,
                 n_steps=cfg.episode_steps,
                 seeds=list(range(base, base + n)),
             ),
             cache,
         )
 
-    train = eps(cfg.n_train, 0)
-    val = eps(cfg.n_val, 500)
+    train = eps(cfg.n_train, 0, cfg.long_tail_fraction)
+    vf = cfg.long_tail_fraction if val_long_tail_fraction is None else val_long_tail_fraction
+    val = eps(cfg.n_val, 500, vf)
     eval_seeds = list(range(1000, 1000 + cfg.n_eval))
     key = {"what": "closed-loop expert", "seeds": eval_seeds, "steps": cfg.eval_steps}
     ref = cached_episodes(
@@ -162,16 +195,24 @@ class _Latents:
     train: np.ndarray
     val: np.ndarray
     val_static: np.ndarray  # latents of the frozen-world / constant-velocity-ego baseline frames
+    patches: int = 16  # P of the encoder that made them
+    registers: int = 2  # R (masked out of the targets)
+    d_latent: int = 64
 
 
 def _encode(cfg: DriveConfig, prep: _Prepared, rng: np.random.Generator, device: Any = "cpu") -> _Latents:
-    """Pre-train the frozen encoder on training frames (on ``device``); standardised latents (train mean / std)."""
-    from .training import encode_targets, pretrain_encoder
+    """The frozen encoder's latents (standardised with train mean / std): a pretrained ViT from
+    ``cfg.encoder`` (official preprocessing), else a tiny DINOv3 pre-trained here on training frames."""
+    from .training import encode_targets, load_bev_encoder, pretrain_encoder
 
-    frames = prep.train.bev.reshape(-1, *prep.train.bev.shape[2:])
-    enc = pretrain_encoder(frames, rng, n_steps=cfg.enc_steps, device=device)
+    enc: Any
+    if cfg.encoder:
+        enc = load_bev_encoder(cfg.encoder, device)
+    else:
+        frames = prep.train.bev.reshape(-1, *prep.train.bev.shape[2:])
+        enc = pretrain_encoder(frames, rng, n_steps=cfg.enc_steps, device=device)
     z_tr, z_va = encode_targets(enc, prep.train.bev), encode_targets(enc, prep.val.bev)
-    z_sw = encode_targets(enc, prep.val.static_world)
+    z_sw = encode_targets(enc, prep.val.static_world) if prep.val.static_world is not None else z_va
     flat = z_tr.reshape(-1, z_tr.shape[-1])
     # Deviation: targets standardised per channel with the training statistics (paper: raw DINOv3 features)
     mu, sd = flat.mean(0), flat.std(0) + 1e-6
@@ -179,10 +220,23 @@ def _encode(cfg: DriveConfig, prep: _Prepared, rng: np.random.Generator, device:
         ((z_tr - mu) / sd).astype(np.float32),
         ((z_va - mu) / sd).astype(np.float32),
         ((z_sw - mu) / sd).astype(np.float32),
+        patches=int(enc.n_patches),
+        registers=int(enc.registers),
+        d_latent=int(z_tr.shape[-1]),
     )
 
 
-def _train(cfg: DriveConfig, variant: str, prep: _Prepared, lat: _Latents, seed: int, device: Any = "cpu") -> Any:
+def _train(
+    cfg: DriveConfig,
+    variant: str,
+    prep: _Prepared,
+    lat: _Latents,
+    seed: int,
+    device: Any = "cpu",
+    *,
+    mse_weight: float | None = None,
+    label: str = "",
+) -> Any:
     from .method import PlannerConfig
     from .training import build_planner, train_planner
 
@@ -191,10 +245,12 @@ def _train(cfg: DriveConfig, variant: str, prep: _Prepared, lat: _Latents, seed:
         d_model=cfg.d_model,
         n_layers=cfg.n_layers,
         n_heads=4,
-        patches=(64 // 16) ** 2,
-        registers=2,
-        d_latent=64,
-        mse_weight=cfg.mse_weight,
+        patches=lat.patches,
+        registers=lat.registers,
+        d_latent=lat.d_latent,
+        mse_weight=cfg.mse_weight if mse_weight is None else mse_weight,
+        backbone_path=cfg.planner or None,
+        label=label,
     )
     r = np.random.default_rng(seed)  # the same stream for every variant of a seed: paired comparisons
     planner = build_planner(pc, r).to(device)  # initialised on the CPU: the same weights on every device
@@ -207,6 +263,7 @@ def _train(cfg: DriveConfig, variant: str, prep: _Prepared, lat: _Latents, seed:
         batch=cfg.batch,
         lr=cfg.lr,
         cot_mode="long" if variant == "E" else "adaptive",
+        complex_share=cfg.complex_share if variant in ("E", "F") else 0.0,
     )
     return planner
 
@@ -238,6 +295,8 @@ class StructureConfig:
     "BEV positions out of the CE; generation starts after <end_bev> and never emits BEV tokens; warped future "
     "frames of a straight drive keep the road static and move the ego by speed x dt.",
     presets={"smoke": StructureConfig(n_samples=2), "quick": StructureConfig(), "full": StructureConfig(n_samples=8)},
+    no_preconditions="exact structural properties of untrained planners and of the warp of a synthetic drive: "
+    "nothing is learned or sampled that could fail to express them",
 )
 def structure(cfg: StructureConfig, rng: np.random.Generator) -> Outcome:
     import torch
@@ -332,10 +391,44 @@ def _seed_latents(
     return _encode(cfg, prep, r_enc, device), int(r_train.integers(0, 2**31 - 1))
 
 
+#: planted control of criterion 5: the C arm's waypoint errors cut by this fraction (twice the brief's 5 % target;
+#: the paper gives no L2 figure); the null's B arm has its errors cut by 1 / (1 + this), so C is this much worse
+PLANTED_GAIN = 0.10
+
+
+def _scale_errors(wp: np.ndarray, gt: np.ndarray, k: float) -> np.ndarray:
+    """Waypoints whose error to ``gt`` is ``k`` times that of ``wp`` (every sample's L2 scales by exactly k)."""
+    return gt + k * (wp - gt)
+
+
+def _arms(cfg: DriveConfig, prep: _Prepared, lat: _Latents, train_seed: int, s: int, device: Any) -> list[tuple]:
+    """(name, planner, waypoints override or None) of a sub-seed. control 'none': A, B, C, C0 (C with
+    mse_weight 0: the same BEV query tokens, no latent supervision) and D on sub-seed 0; a control: the arm
+    C0 twice (two init streams), the second standing in for C (and B) with its errors scaled by construction."""
+    from .training import open_loop_eval
+
+    if cfg.control == "none":
+        names = ["A", "B", "C", "C0"] + (["D"] if s == 0 and cfg.variant_d == "on" else [])
+        out = []
+        for v in track(names, f"world_model sub-seed {s} variants", total=len(names)):
+            if v == "C0":
+                out.append((v, _train(cfg, "C", prep, lat, train_seed, device, mse_weight=0.0, label="C0"), None))
+            else:
+                out.append((v, _train(cfg, v, prep, lat, train_seed, device), None))
+        return out
+    c0 = _train(cfg, "C", prep, lat, train_seed, device, mse_weight=0.0, label="C0")
+    other = _train(cfg, "C", prep, lat, train_seed + 1, device, mse_weight=0.0, label="C0'")
+    wp = open_loop_eval(other, prep.val, None).waypoints
+    gt = prep.val.wp
+    if cfg.control == "planted":
+        return [("C0", c0, None), ("C", other, _scale_errors(wp, gt, 1 - PLANTED_GAIN)), ("B", other, wp)]
+    return [("C0", c0, None), ("C", other, wp), ("B", other, _scale_errors(wp, gt, 1 / (1 + PLANTED_GAIN)))]
+
+
 def _world_model_seed(cfg: DriveConfig, prep: _Prepared, s: int, seed_rng: np.random.Generator) -> dict[str, Any]:
-    """Sub-seed ``s`` of world_model: encoder, then A, B, C (and D when s == 0), each trained, evaluated open
-    and closed loop. Module-level so that sub-seeds can run in separate processes; all randomness from
-    ``seed_rng`` (the variants of a sub-seed share one training stream: paired comparisons)."""
+    """Sub-seed ``s`` of world_model: encoder, then the arms (:func:`_arms`), each evaluated open loop and
+    (without a control) closed loop. Module-level so that sub-seeds can run in separate processes; all
+    randomness from ``seed_rng`` (the variants of a sub-seed share one training stream: paired comparisons)."""
     from .closed_loop import closed_loop
     from .training import _cos, frame_index, open_loop_eval
 
@@ -349,25 +442,28 @@ def _world_model_seed(cfg: DriveConfig, prep: _Prepared, s: int, seed_rng: np.ra
     def put(k: str, v: float) -> None:
         values.append((k, float(v)))
 
-    variants = ("A", "B", "C", "D") if s == 0 else ("A", "B", "C")
-    for v in track(variants, f"world_model sub-seed {s} variants", total=len(variants)):
-        planner = _train(cfg, v, prep, lat, train_seed, device)
-        ol = open_loop_eval(planner, prep.val, lat.val)
-        cl = closed_loop(planner, prep.eval_seeds, n_steps=cfg.eval_steps, expert=prep.experts)
-        cls.append((v, cl))
-        put(f"{v}_l2_1s", ol.l2_1s.mean())
-        put(f"{v}_l2_2s", ol.l2_2s.mean())
-        put(f"{v}_collision_rate", cl.collision_rate)
-        put(f"{v}_ds", cl.ds.mean())
-        row = {
+    for v, planner, wp_override in _arms(cfg, prep, lat, train_seed, s, device):
+        ol = open_loop_eval(planner, prep.val, lat.val if v != "C0" or cfg.control == "none" else None)
+        err = ol.l2_1s, ol.l2_2s
+        if wp_override is not None:
+            e = np.linalg.norm(wp_override - prep.val.wp, axis=-1)
+            err = e[:, 1], e[:, 3]
+        put(f"{v}_l2_1s", err[0].mean())
+        put(f"{v}_l2_2s", err[1].mean())
+        row: dict[str, Any] = {
             "seed": s,
             "variant": v,
-            "l2_1s": round(float(ol.l2_1s.mean()), 3),
-            "l2_2s": round(float(ol.l2_2s.mean()), 3),
-            "collision_rate": round(cl.collision_rate, 3),
-            "ds": round(float(cl.ds.mean()), 3),
+            "l2_1s": round(float(err[0].mean()), 3),
+            "l2_2s": round(float(err[1].mean()), 3),
         }
-        if ol.cos is not None and ol.cos_persist is not None:
+        if cfg.control == "none":
+            cl = closed_loop(planner, prep.eval_seeds, n_steps=cfg.eval_steps, expert=prep.experts)
+            cls.append((v, cl))
+            put(f"{v}_collision_rate", cl.collision_rate)
+            put(f"{v}_ds", cl.ds.mean())
+            row["collision_rate"] = round(cl.collision_rate, 3)
+            row["ds"] = round(float(cl.ds.mean()), 3)
+        if ol.cos is not None and ol.cos_persist is not None and cfg.control == "none":
             put(f"{v}_cos_last", ol.cos[:, -1].mean())
             put(f"{v}_cos_persist_gt_last", ol.cos_persist[:, -1].mean())
             row["cos_last"] = round(float(ol.cos[:, -1].mean()), 3)
@@ -394,10 +490,18 @@ def _world_model_seed(cfg: DriveConfig, prep: _Prepared, s: int, seed_rng: np.ra
 # --------------------------------------------------------------------------------------------------
 @experiment(
     "deepsight.world_model",
-    claim="Predicting five future BEV latents in parallel forecasts beyond persistence (cosine at t+2 s >= "
-    "persistence + 0.05) and lowers open-loop L2@2s by >= 5% against no world model and not above one frame; "
-    "closed-loop collision rate and DS-analogue of A/B/C/D are reported with 95% bootstrap intervals.",
-    presets={"smoke": _smoke(), "quick": _quick(), "full": _full()},
+    claim="Supervising the inserted BEV query tokens with the latents of five future frames (C) lowers open-loop "
+    "L2@2s by >= 5% against the same tokens without latent supervision (C0, MSE weight 0) and stays within 5% of "
+    "one future frame (B); preconditions: the base planner beats constant velocity and the latents forecast "
+    "beyond persistence (cosine at t+2 s >= persistence + 0.05).",
+    presets={
+        "smoke": _smoke(),
+        "quick": _quick(),
+        "full": _full(),
+        # controls of the comparative checks at the quick scale (icml2026 controls deepsight.world_model)
+        "planted": dataclasses.replace(_quick(), control="planted"),
+        "null": dataclasses.replace(_quick(), control="null"),
+    },
 )
 def world_model(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
     from .closed_loop import bootstrap_ci
@@ -427,51 +531,70 @@ def world_model(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
         col = np.concatenate([(c.collisions > 0).astype(float) for c in cls])
         metrics[f"{v}_ds_ci_lo"], metrics[f"{v}_ds_ci_hi"] = bootstrap_ci(ds, r_boot, cfg.n_boot)
         metrics[f"{v}_collision_ci_lo"], metrics[f"{v}_collision_ci_hi"] = bootstrap_ci(col, r_boot, cfg.n_boot)
-    rel = (metrics["A_l2_2s"] - metrics["C_l2_2s"]) / max(metrics["A_l2_2s"], 1e-9)
-    metrics["C_vs_A_l2_2s_rel_gain"] = rel
-    metrics["C_cos_gain_over_persist_own"] = metrics["C_cos_last"] - metrics["C_cos_persist_own_last"]
-    metrics["C_cos_gain_over_persist_gt"] = metrics["C_cos_last"] - metrics["C_cos_persist_gt_last"]
-    metrics["C_cos_gain_over_static_world"] = metrics["C_cos_last"] - metrics["C_cos_static_world_last"]
+    # the kinematic baseline of the base task: keep the current speed along the current heading
+    from .method import constant_velocity_waypoints
+
+    cv = constant_velocity_waypoints(_torch_tensor(prep.val.ego)).numpy()
+    cv_err = np.linalg.norm(cv - prep.val.wp, axis=-1)
+    metrics["CV_l2_1s"], metrics["CV_l2_2s"] = float(cv_err[:, 1].mean()), float(cv_err[:, 3].mean())
+
+    def gain(a: str, b: str) -> float:  # relative L2@2s gain of arm b over arm a
+        return (metrics[f"{a}_l2_2s"] - metrics[f"{b}_l2_2s"]) / max(metrics[f"{a}_l2_2s"], 1e-9)
+
+    metrics["C_vs_C0_l2_2s_rel_gain"] = gain("C0", "C")
+    metrics["C_over_B_l2_2s"] = metrics["C_l2_2s"] / max(metrics["B_l2_2s"], 1e-9)
+    base = "A" if cfg.control == "none" else "C0"  # the base planner (a control run trains C0 only)
+    metrics["base_l2_2s_over_constant_velocity"] = metrics[f"{base}_l2_2s"] / max(metrics["CV_l2_2s"], 1e-9)
     checks = [
-        # criterion 4, persistence = the planner's own t latent copied to t+2 s: fails if the five query
-        # frames collapse to one current-scene estimate (e.g. with mse_weight=0 or shuffled targets)
-        Check("C_cos_t2_minus_own_persistence", metrics["C_cos_gain_over_persist_own"], ">= 0.05"),
-        # criterion 4, persistence = the ground-truth t latent copied (the brief's literal baseline; the
-        # planner never sees a BEV, so it must perceive and forecast to beat it)
-        Check("C_cos_t2_minus_gt_persistence", metrics["C_cos_gain_over_persist_gt"], ">= 0.05"),
-        # a stronger baseline than the brief's: ground-truth scene at t, frozen, seen from the ego moved at
-        # constant velocity (it already predicts the empty band the warp reveals behind a moving ego)
-        Check("C_cos_t2_minus_static_world", metrics["C_cos_gain_over_static_world"], ">= 0"),
-        # criterion 5: fails if the world-model supervision does not help the plan
-        Check("C_vs_A_l2_2s_rel_gain", rel, ">= 0.05", paper=None),
-        # "not worse than B": within the brief's own unit of a meaningful L2 change (5 % relative, criterion
-        # 5); a plain C - B <= 0 flipped between runner seeds (0.13 m vs -0.04 m) at quick scale
-        Check(
-            "C_over_B_l2_2s",
-            metrics["C_l2_2s"] / max(metrics["B_l2_2s"], 1e-9),
-            "<= 1.05",
-            paper="one future frame is 'short-sighted'",
-        ),
+        # precondition: the base planner learns its task (fails if its plan is no better than keeping speed)
+        Check(f"{base}_l2_2s_over_constant_velocity", metrics["base_l2_2s_over_constant_velocity"], "<= 0.9",
+              role="precondition"),
+    ]
+    if cfg.control == "none":
+        metrics["C_vs_A_l2_2s_rel_gain"] = gain("A", "C")
+        metrics["C0_vs_A_l2_2s_rel_gain"] = gain("A", "C0")
+        metrics["C_cos_gain_over_persist_own"] = metrics["C_cos_last"] - metrics["C_cos_persist_own_last"]
+        metrics["C_cos_gain_over_persist_gt"] = metrics["C_cos_last"] - metrics["C_cos_persist_gt_last"]
+        metrics["C_cos_gain_over_static_world"] = metrics["C_cos_last"] - metrics["C_cos_static_world_last"]
+        checks += [
+            # criterion 4 as the precondition of criterion 5 (the forecasting task is learnable: without a
+            # forecast there is no world model to help the plan). Persistence = the planner's own t latent
+            # copied to t+2 s (fails if the five frames collapse to one current-scene estimate) and the
+            # ground-truth t latent copied (the brief's literal baseline; the planner never sees a BEV)
+            Check("C_cos_t2_minus_own_persistence", metrics["C_cos_gain_over_persist_own"], ">= 0.05",
+                  role="precondition"),
+            Check("C_cos_t2_minus_gt_persistence", metrics["C_cos_gain_over_persist_gt"], ">= 0.05",
+                  role="precondition"),
+            # our stronger baseline (the scene at t frozen, the ego moved at constant velocity), behind the
+            # forecasting guard: shown beside the claims, not counted (neither the paper's nor the brief's)
+            Check("C_cos_t2_minus_static_world", metrics["C_cos_gain_over_static_world"], ">= 0", role="control"),
+        ]
+    checks += [
+        # criterion 5 (issue 59): the latent supervision helps the plan, against the same BEV query tokens
+        # without it (C0); C vs A (reported) confounds the supervision with the 95 inserted tokens
+        Check("C_vs_C0_l2_2s_rel_gain", metrics["C_vs_C0_l2_2s_rel_gain"], ">= 0.05", comparative=True),
+        # "not worse than B": within the brief's own unit of a meaningful L2 change (5 % relative)
+        Check("C_over_B_l2_2s", metrics["C_over_B_l2_2s"], "<= 1.05", paper="one future frame is 'short-sighted'",
+              comparative=True),
     ]
     figs = {}
     if example:
         figs["latent_neighbours"] = _nn_figure(prep.val, example["pred"], example["lat"])
-    figs["closed_loop_long_tail"] = _trajectory_figure({v: c[0] for v, c in cl_all.items()})
-    fig, ax = new_figure("Open-loop L2 at 2 s (mean over seeds, bars: min-max)", "variant", "L2@2s (m)")
-    vs = list(cl_all)
-    ax.bar(
-        range(len(vs)),
-        [metrics[f"{v}_l2_2s"] for v in vs],
-        tick_label=vs,
-        yerr=np.array(
-            [
-                [metrics[f"{v}_l2_2s"] - metrics[f"{v}_l2_2s_min"] for v in vs],
-                [metrics[f"{v}_l2_2s_max"] - metrics[f"{v}_l2_2s"] for v in vs],
-            ]
-        ),
-    )
+    if cl_all:
+        figs["closed_loop_long_tail"] = _trajectory_figure({v: c[0] for v, c in cl_all.items()})
+    fig, ax = new_figure("Open-loop L2 at 2 s (mean over seeds, bars: min-max)", "arm", "L2@2s (m)")
+    vs = list(dict.fromkeys(r["variant"] for r in rows)) + ["CV"]
+    lo = [metrics[f"{v}_l2_2s"] - metrics.get(f"{v}_l2_2s_min", metrics[f"{v}_l2_2s"]) for v in vs]
+    hi = [metrics.get(f"{v}_l2_2s_max", metrics[f"{v}_l2_2s"]) - metrics[f"{v}_l2_2s"] for v in vs]
+    ax.bar(range(len(vs)), [metrics[f"{v}_l2_2s"] for v in vs], tick_label=vs, yerr=np.array([lo, hi]))
     figs["l2_2s"] = fig
     return Outcome(metrics=metrics, checks=checks, figures=figs, tables={"per_seed": rows})
+
+
+def _torch_tensor(a: np.ndarray) -> Any:
+    import torch
+
+    return torch.as_tensor(np.asarray(a, np.float32))
 
 
 def _nn_figure(val: Any, pred: np.ndarray, lat: np.ndarray) -> Any:
@@ -515,15 +638,25 @@ def _trajectory_figure(results: dict[str, Any]) -> Any:
     return fig
 
 
+def balanced_split(complex_: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Indices of a balanced evaluation split: every complex frame and as many simple frames, drawn without
+    replacement (when simple frames are fewer, as many complex frames); sorted."""
+    c, s = np.nonzero(complex_)[0], np.nonzero(~complex_)[0]
+    n = min(len(c), len(s))
+    return np.sort(np.concatenate([rng.permutation(c)[:n], rng.permutation(s)[:n]]))
+
+
 def _adaptive_cot_seed(cfg: DriveConfig, prep: _Prepared, s: int, seed_rng: np.random.Generator) -> dict[str, Any]:
     """Sub-seed ``s`` of adaptive_cot: encoder, then E (always-long CoT) and F (adaptive), each trained and
-    evaluated open and closed loop (module-level: it can run in its own process)."""
+    evaluated open loop (balanced split) and closed loop (module-level: it can run in its own process)."""
     from .closed_loop import closed_loop, eval_event
     from .training import open_loop_eval
 
     device = resolve_device(cfg.device)
     lt_seeds = [e for e in prep.eval_seeds if eval_event(e) != "none"] or prep.eval_seeds[:1]
     lat, train_seed = _seed_latents(cfg, prep, seed_rng, device)
+    split = balanced_split(prep.val.complex, np.random.default_rng(DATA_SEED))
+    is_c = prep.val.complex[split]
     values: list[tuple[str, float]] = []
     rows: list[dict[str, Any]] = []
     ds_lt: list[tuple[str, np.ndarray]] = []
@@ -533,6 +666,9 @@ def _adaptive_cot_seed(cfg: DriveConfig, prep: _Prepared, s: int, seed_rng: np.r
         cl = closed_loop(planner, prep.eval_seeds, n_steps=cfg.eval_steps, expert=prep.experts)
         lt = np.isin(cl.seeds, lt_seeds)
         ds_lt.append((v, cl.ds[lt]))
+        long_ = ol.reasoning_tokens[split] > 1  # the trigger: long reasoning (one token = "easy")
+        tpr = float(long_[is_c].mean()) if is_c.any() else float("nan")
+        tnr = float((~long_[~is_c]).mean()) if (~is_c).any() else float("nan")
         for k, val in (
             ("tokens_open_loop", ol.reasoning_tokens.mean()),
             ("tokens_closed_loop", cl.reasoning_tokens.mean()),
@@ -540,19 +676,18 @@ def _adaptive_cot_seed(cfg: DriveConfig, prep: _Prepared, s: int, seed_rng: np.r
             ("ds_long_tail", cl.ds[lt].mean()),
             ("l2_2s", ol.l2_2s.mean()),
             ("collision_rate", cl.collision_rate),
+            ("long_rate_balanced", long_.mean()),
+            ("long_on_complex", tpr),
+            ("long_on_simple", 1 - tnr),
+            ("trigger_balanced_accuracy", (tpr + tnr) / 2),
         ):
             values.append((f"{v}_{k}", float(val)))
-        if v == "F":  # does the adaptive flag follow the annotator? (long reasoning on complex val frames)
-            long_ = ol.reasoning_tokens > 1
-            values.append(
-                ("F_long_on_complex", float(long_[prep.val.complex].mean()) if prep.val.complex.any() else float("nan"))
-            )
-            values.append(("F_long_on_simple", float(long_[~prep.val.complex].mean())))
         rows.append(
             {
                 "seed": s,
                 "variant": v,
                 "tokens_per_step": round(float(cl.reasoning_tokens.mean()), 3),
+                "balanced_accuracy": round((tpr + tnr) / 2, 3),
                 "ds": round(float(cl.ds.mean()), 3),
                 "ds_long_tail": round(float(cl.ds[lt].mean()), 3),
                 "l2_2s": round(float(ol.l2_2s.mean()), 3),
@@ -564,16 +699,20 @@ def _adaptive_cot_seed(cfg: DriveConfig, prep: _Prepared, s: int, seed_rng: np.r
 # --------------------------------------------------------------------------------------------------
 @experiment(
     "deepsight.adaptive_cot",
-    claim="Adaptive CoT (F: 'easy' on simple scenes, long reasoning on hard ones) emits <= 35% of the "
-    "reasoning tokens of always-long CoT (E) per step while its DS-analogue on long-tail episodes stays "
-    ">= E - 2 points.",
-    presets={"smoke": _smoke(), "quick": _quick_cot(), "full": _full()},
+    claim="Adaptive CoT (F) reasons at length on hard scenes and says 'easy' on simple ones (balanced accuracy "
+    ">= 0.75 on a balanced split of complex and simple frames) and so emits <= 35% of the reasoning tokens of "
+    "always-long CoT (E) per closed-loop step; preconditions: enough complex frames to measure the trigger, and "
+    "E has learned the long format.",
+    presets={"smoke": _smoke(), "quick": _quick_cot(), "full": _full_cot()},
 )
 def adaptive_cot(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
     from .closed_loop import bootstrap_ci
 
     resolve_device(cfg.device)
-    prep = _prepare(cfg)
+    # Deviation (issue 59): the validation episodes carry long-tail events in val_long_tail_fraction of them
+    # (all, by default) and the evaluation split is balanced by construction; training batches oversample
+    # the complex frames (complex_share): at the brief's 30 % of episodes only 2-3 % of frames are complex
+    prep = _prepare(cfg, val_long_tail_fraction=cfg.val_long_tail_fraction)
     per: dict[str, list[float]] = {}
     rows: list[dict[str, Any]] = []
     r_boot = spawn(rng, 1)[0]
@@ -591,31 +730,33 @@ def adaptive_cot(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
         metrics[k], metrics[f"{k}_min"], metrics[f"{k}_max"] = _stats(vals)
     ratio = metrics["F_tokens_closed_loop"] / max(metrics["E_tokens_closed_loop"], 1e-9)
     metrics["token_ratio_F_over_E"] = ratio
+    split = balanced_split(prep.val.complex, np.random.default_rng(DATA_SEED))
     metrics["val_complex_fraction"] = float(prep.val.complex.mean())
+    metrics["balanced_split_complex_frames"] = float(prep.val.complex[split].sum())
+    metrics["balanced_split_simple_frames"] = float((~prep.val.complex[split]).sum())
+    metrics["train_complex_frames"] = float(prep.train.complex.sum())
+    metrics["train_complex_fraction"] = float(prep.train.complex.mean())
     for v in ("E", "F"):
         lo, hi = bootstrap_ci(np.concatenate(ds_lt[v]), r_boot, cfg.n_boot)
         metrics[f"{v}_ds_long_tail_ci_lo"], metrics[f"{v}_ds_long_tail_ci_hi"] = lo, hi
-    gap = 100 * (metrics["F_ds_long_tail"] - metrics["E_ds_long_tail"])
-    metrics["F_minus_E_ds_long_tail_points"] = gap
-    # The guard comes first: F must reason at length on hard scenes (fails when F collapses to 'easy'
-    # everywhere). The token ratio and the long-tail DS comparison are evidence of an adaptive CoT only then:
-    # a collapsed F has the ratio 0.25 for free, and the DS gap rests on about one long-tail episode per
-    # sub-seed (-0.07 / +22 / +22 points over three seeds), so below the guard both are reported as metrics.
-    guard = Check(
-        "F_long_reasoning_on_complex_val_frames",
-        metrics["F_long_on_complex"],
-        ">= 0.5",
-        paper=None,
-    )
-    checks = [guard]
-    if guard.passed:
-        checks += [
-            # fails if F reasons at length on easy scenes (e.g. trained with cot_mode='long')
-            Check(
-                "token_ratio_F_over_E", ratio, "<= 0.35", paper="reasoning cost proportional to difficulty (no number)"
-            ),
-            Check("F_minus_E_ds_long_tail_points", gap, ">= -2"),
-        ]
+    # the long-tail DS gap rests on about one long-tail closed-loop episode per sub-seed: reported, not checked
+    metrics["F_minus_E_ds_long_tail_points"] = 100 * (metrics["F_ds_long_tail"] - metrics["E_ds_long_tail"])
+    n_min = 20 if cfg.n_val >= 4 else 1  # the smoke preset's single validation episode only runs the code
+    checks = [
+        # preconditions: the trigger can be measured (enough complex frames in training and in the balanced
+        # evaluation split), and the always-long arm has learned the format whose cost F is compared with
+        Check("balanced_split_complex_frames", metrics["balanced_split_complex_frames"], f">= {n_min}",
+              role="precondition"),
+        Check("train_complex_frames", metrics["train_complex_frames"], f">= {n_min}", role="precondition"),
+        Check("E_long_rate_balanced", metrics["E_long_rate_balanced"], ">= 0.9", role="precondition"),
+        # the paper's adaptivity, read as a classifier on the balanced split (not a class-imbalanced rate:
+        # answering 'easy' everywhere scores 0.5): fails when F collapses to one answer
+        Check("F_trigger_balanced_accuracy", metrics["F_trigger_balanced_accuracy"], ">= 0.75",
+              paper="short CoT for easy scenes, long for hard ones (no number)"),
+        # the cost on the natural closed-loop distribution. Not comparative: E's count is its fixed long format
+        # (4 content tokens, its learning is the precondition above), so this bounds F's own cost
+        Check("token_ratio_F_over_E", ratio, "<= 0.35", paper="reasoning cost proportional to difficulty (no number)"),
+    ]
     fig, ax = new_figure("Reasoning tokens per closed-loop step (mean over seeds)", "variant", "tokens / step")
     ax.bar(
         [0, 1],

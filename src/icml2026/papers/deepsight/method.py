@@ -45,6 +45,7 @@ __all__ = [
     "Plan",
     "PlannerBatch",
     "VARIANTS",
+    "constant_velocity_waypoints",
 ]
 
 VARIANTS = ("A", "B", "C", "D", "E", "F")
@@ -156,6 +157,30 @@ class BEVEncoder(nn.Module):
 
 
 # ------------------------------------------------------------------------------------------ planner
+#: index and scale of the ego speed in :func:`~icml2026.papers.deepsight.data.ego_state`
+EGO_SPEED_INDEX, EGO_SPEED_SCALE = 8, 30.0
+
+
+def constant_velocity_waypoints(ego: torch.Tensor) -> torch.Tensor:
+    """The constant-velocity plan (B, 4, 2): the ego keeps its speed along its heading for t+0.5..t+2 s."""
+    v = ego[:, EGO_SPEED_INDEX] * EGO_SPEED_SCALE
+    t = torch.arange(1, 5, dtype=ego.dtype, device=ego.device) * 0.5
+    return torch.stack([v[:, None] * t, torch.zeros_like(v[:, None] * t)], -1)
+
+
+class _RowSlice(nn.Module):
+    """Logits of a loaded LM's output layer restricted to our appended tokens (rows offset..offset+n)."""
+
+    def __init__(self, head: nn.Module, offset: int, n: int) -> None:
+        super().__init__()
+        self.head, self.offset, self.n = head, offset, n
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        w = self.head.weight[self.offset : self.offset + self.n]
+        b = getattr(self.head, "bias", None)
+        return nn.functional.linear(h, w, None if b is None else b[self.offset : self.offset + self.n])
+
+
 @dataclass(frozen=True)
 class PlannerConfig:
     """Sizes of the planner (paper: Qwen2.5-VL-3B; here a 4-layer Qwen2 decoder from a config)."""
@@ -170,12 +195,18 @@ class PlannerConfig:
     d_latent: int = 64  # encoder width (paper: 1024)
     mse_weight: float = 2.0  # paper: 2
     wp_scale: float = 10.0  # metres per waypoint unit
+    backbone_path: str | None = None  # a Hugging Face causal LM folder (Qwen2/Llama class); None: built here
+    label: str = ""  # the arm's name in tables (e.g. "C0" for C with mse_weight 0); the variant when empty
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
             raise ValueError(f"variant: must be one of {VARIANTS}, got {self.variant!r}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model: {self.d_model} must be divisible by n_heads {self.n_heads}")
+
+    @property
+    def name(self) -> str:
+        return self.label or self.variant
 
     @property
     def has_world_model(self) -> bool:
@@ -251,28 +282,54 @@ class DeepSightPlanner(nn.Module):
 
     def __init__(self, cfg: PlannerConfig) -> None:
         super().__init__()
-        from transformers import Qwen2Config, Qwen2Model
-
         self.cfg = cfg
-        d = cfg.d_model
-        qcfg = Qwen2Config(
-            vocab_size=N_TEXT + max(cfg.n_bev, 1),
-            hidden_size=d,
-            intermediate_size=2 * d,
-            num_hidden_layers=cfg.n_layers,
-            num_attention_heads=cfg.n_heads,
-            num_key_value_heads=cfg.n_heads,
-            max_position_embeddings=1024,
-            tie_word_embeddings=False,
-        )
-        qcfg._attn_implementation = "eager"
-        self.backbone = Qwen2Model(qcfg)
+        self._offset = 0  # vocabulary id of our token 0 in the backbone's embedding
+        self.lm_head: nn.Module
+        if cfg.backbone_path:
+            # a user's causal LM from a local folder: our tokens (flags, think words, the BEV queries) are new
+            # rows appended to its vocabulary; the kinematics and ego state enter as projected inputs_embeds
+            from icml2026.core.loaders import load_causal_lm
+
+            lm = load_causal_lm(cfg.backbone_path, load_tokenizer=False, key="planner").model
+            old = int(lm.get_input_embeddings().weight.shape[0])
+            # mean_resizing=False: new rows drawn from the model's init, so the BEV queries are distinct
+            lm.resize_token_embeddings(old + N_TEXT + max(cfg.n_bev, 1), mean_resizing=False)
+            lm.train()
+            self.lm = lm
+            self.backbone = lm.get_decoder()
+            self._offset = old
+            self.lm_head = _RowSlice(lm.get_output_embeddings(), old, N_TEXT)
+            d = int(lm.config.hidden_size)
+        else:
+            from transformers import Qwen2Config, Qwen2Model
+
+            d = cfg.d_model
+            qcfg = Qwen2Config(
+                vocab_size=N_TEXT + max(cfg.n_bev, 1),
+                hidden_size=d,
+                intermediate_size=2 * d,
+                num_hidden_layers=cfg.n_layers,
+                num_attention_heads=cfg.n_heads,
+                num_key_value_heads=cfg.n_heads,
+                max_position_embeddings=1024,
+                tie_word_embeddings=False,
+            )
+            qcfg._attn_implementation = "eager"
+            self.backbone = Qwen2Model(qcfg)
+            self.lm_head = nn.Linear(d, N_TEXT, bias=False)  # text tokens only: BEV tokens are never generated
+        self.d_model = d
         # the n_bev BEV query tokens <bev_k> are distinct rows of the vocabulary embedding (Pitfall 2)
         self.kin_proj = nn.Linear(N_HIST * 7, d)
         self.ego_proj = nn.Linear(14, d)
-        self.lm_head = nn.Linear(d, N_TEXT, bias=False)  # text tokens only: BEV tokens are never generated
         self.vis_head = nn.Linear(d, cfg.d_latent, bias=False)  # paper: Linear(d_llm -> 1024, bias=False)
         self.wp_head = nn.Linear(d, 8)
+        # a linear path from the ego state to the waypoints (the kinematic part of the plan: acceleration,
+        # lane offset), beside the decoder's residual at <wp>; both zero-initialised, so an untrained planner
+        # plans at constant velocity and training improves on it (Deviation, issue 59)
+        self.ego_wp = nn.Linear(14, 8)
+        for lin in (self.wp_head, self.ego_wp):
+            nn.init.zeros_(lin.weight)
+            nn.init.zeros_(lin.bias)
         if cfg.variant == "D":  # autoregressive baseline: previous frame's predicted latents -> next inputs
             self.lat_in = nn.Linear(cfg.d_latent, d)
         self.register_buffer("lat_mean", torch.zeros(cfg.d_latent))
@@ -282,11 +339,22 @@ class DeepSightPlanner(nn.Module):
     @property
     def device(self) -> torch.device:
         """Where the planner's weights are (inputs given on the CPU are moved there)."""
-        return self.lm_head.weight.device
+        return self.kin_proj.weight.device
 
     def _embed(self, ids: torch.Tensor) -> torch.Tensor:
-        out: torch.Tensor = self.backbone.embed_tokens(ids)
+        out: torch.Tensor = self.backbone.get_input_embeddings()(ids + self._offset)
         return out
+
+    def query_embeddings(self) -> torch.Tensor:
+        """The BEV query embeddings (n_bev, d): distinct learned rows of the vocabulary (Pitfall 2)."""
+        return self._embed(self.bev_ids())
+
+    def waypoints(self, h_wp: torch.Tensor, ego: torch.Tensor) -> torch.Tensor:
+        """Waypoints (B, 4, 2) in metres from the hidden state at <wp>: a constant-velocity prior along the
+        ego heading plus the head's residual (Deviation, issue 59: the paper's model writes the numbers)."""
+        ego = ego.to(h_wp.device)
+        res = (self.wp_head(h_wp) + self.ego_wp(ego)).reshape(-1, 4, 2) * self.cfg.wp_scale
+        return constant_velocity_waypoints(ego) + res
 
     def _prompt(self, kin: torch.Tensor, ego: torch.Tensor, flag: torch.Tensor) -> torch.Tensor:
         b, dev = kin.shape[0], self.device
@@ -370,8 +438,8 @@ class DeepSightPlanner(nn.Module):
             else h.sum() * 0
         )
         wp_pos = emb.shape[1] - (MAX_THINK + 1) + batch.think_len
-        wp = self.wp_head(h[torch.arange(h.shape[0], device=h.device), wp_pos]).reshape(-1, 4, 2)
-        l1 = (wp - batch.wp / self.cfg.wp_scale).abs().mean()
+        wp = self.waypoints(h[torch.arange(h.shape[0], device=h.device), wp_pos], batch.ego)
+        l1 = ((wp - batch.wp) / self.cfg.wp_scale).abs().mean()
         mse = h.sum() * 0
         if self.cfg.has_world_model:
             if batch.latents is None:
@@ -428,7 +496,7 @@ class DeepSightPlanner(nn.Module):
             token_id(t)
             for t in ("<pad>", "<CoT_flag_True>", "<CoT_flag_False>", "<start_bev>", "<end_bev>", "<think>", "<wp>")
         ]
-        wp_hidden = torch.zeros(b, self.cfg.d_model, device=dev)
+        wp_hidden = torch.zeros(b, self.d_model, device=dev)
         for step in range(max_think + 1):
             logits = self.lm_head(last)
             logits[:, banned] = -torch.inf  # structural tokens are appended, never generated
@@ -446,8 +514,7 @@ class DeepSightPlanner(nn.Module):
             done |= nxt == end_id
             if bool(recorded.all()):
                 break
-        wp = self.wp_head(wp_hidden).reshape(b, 4, 2) * self.cfg.wp_scale
-        return wp, reasoning, lat, passes
+        return self.waypoints(wp_hidden, ego), reasoning, lat, passes
 
     def plan(self, obs: dict[str, np.ndarray]) -> Plan:
         """Plan for one observation ``{"kin": (15, 28), "ego": (14,)}`` (CoT flag True)."""

@@ -35,7 +35,64 @@ __all__ = [
     "build_planner",
     "make_batch",
     "frame_index",
+    "PretrainedBEVEncoder",
+    "load_bev_encoder",
+    "IMAGENET_MEAN",
+    "IMAGENET_STD",
 ]
+
+#: ImageNet statistics of the official DINOv3 preprocessing (images in [0, 1], then (x - mean) / std)
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+class PretrainedBEVEncoder(torch.nn.Module):
+    """A pretrained DINOv3-class ViT from a local folder as the frozen BEV encoder, with the official
+    preprocessing: the BEV crop resized (bilinear) to the model's ``image_size`` and ImageNet-normalised.
+
+    ``latents(x)`` (x: (B, 3, S, S) in [0, 1]) returns the last hidden states without the register tokens,
+    (B, 1 + P, hidden), like :meth:`BEVEncoder.latents`."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        cfg = model.config
+        self.vit = model
+        self.image_size = int(cfg.image_size)
+        self.patch_size = int(cfg.patch_size)
+        self.registers = int(getattr(cfg, "num_register_tokens", 0))
+        self.n_patches = (self.image_size // self.patch_size) ** 2
+        self.hidden = int(cfg.hidden_size)
+        self.register_buffer("mean", torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor(IMAGENET_STD).view(1, 3, 1, 1))
+
+    def preprocess(self, x: torch.Tensor) -> torch.Tensor:
+        """Resize to the model's input size and ImageNet-normalise (the official DINOv3 path)."""
+        if x.shape[-1] != self.image_size or x.shape[-2] != self.image_size:
+            x = torch.nn.functional.interpolate(x, size=(self.image_size, self.image_size), mode="bilinear",
+                                                align_corners=False)
+        return (x - self.mean.to(x.dtype)) / self.std.to(x.dtype)
+
+    @torch.no_grad()
+    def latents(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.vit(pixel_values=self.preprocess(x)).last_hidden_state
+        return torch.cat([h[:, :1], h[:, 1 + self.registers :]], 1)  # registers masked out (Sec. 2)
+
+
+def load_bev_encoder(path: str, device: str | torch.device = "cpu") -> PretrainedBEVEncoder:
+    """A frozen pretrained BEV encoder (e.g. DINOv3 ViT-L/16 saved with ``save_pretrained``) from ``path``."""
+    from icml2026.core.loaders import load_encoder
+
+    model = load_encoder(path, load_tokenizer=False, key="encoder", device=str(device)).model
+    for k in ("image_size", "patch_size", "hidden_size"):
+        if not isinstance(getattr(model.config, k, None), int):
+            from icml2026.core.errors import BadInput
+
+            raise BadInput(f"encoder = {path!r}: not a ViT image encoder (its config has no integer {k})")
+    enc = PretrainedBEVEncoder(model).to(device)
+    enc.eval()
+    for p in enc.parameters():
+        p.requires_grad_(False)
+    return enc
 
 
 @dataclass
@@ -145,7 +202,7 @@ def pretrain_encoder(
 
 
 @torch.no_grad()
-def encode_targets(enc: BEVEncoder, bev: np.ndarray, chunk: int = 256) -> np.ndarray:
+def encode_targets(enc: BEVEncoder | PretrainedBEVEncoder, bev: np.ndarray, chunk: int = 256) -> np.ndarray:
     """Frozen-encoder latents without registers of BEV stacks (N, T, 3, S, S) uint8: (N, T, 1 + P, d)."""
     n, t = bev.shape[:2]
     flat = bev.reshape(n * t, *bev.shape[2:])
@@ -204,16 +261,26 @@ def train_planner(
     lr: float = 1e-3,
     cot_mode: str = "adaptive",
     unannotated: float = 0.3,
+    complex_share: float = 0.0,
 ) -> list[float]:
-    """AdamW on L = CE + L1 + w * MSE; ``unannotated`` of the frames get flag False / ``None`` (brief)."""
+    """AdamW on L = CE + L1 + w * MSE; ``unannotated`` of the frames get flag False / ``None`` (brief).
+
+    ``complex_share`` > 0 oversamples the complex (long-tail) frames: that share of every batch is drawn from
+    them (0: uniform batches)."""
     g = torch_generator(rng)
     flags = rng.random(len(s)) >= unannotated
+    cpx = np.nonzero(s.complex & flags)[0]
+    simple = np.nonzero(~(s.complex & flags))[0]
     opt = torch.optim.AdamW(planner.parameters(), lr=lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=max(n_steps, 1), pct_start=0.1)
     planner.train()
     hist = []
     for _ in track(range(n_steps), f"deepsight planner {planner.cfg.variant} training", total=n_steps):
         idx = torch.randint(0, len(s), (min(batch, len(s)),), generator=g).numpy()
+        if complex_share > 0 and len(cpx) and len(simple):
+            k = int(round(complex_share * len(idx)))
+            pick = torch.randint(0, 2**31 - 1, (len(idx),), generator=g).numpy()
+            idx = np.concatenate([cpx[pick[:k] % len(cpx)], simple[pick[k:] % len(simple)]])
         parts = planner.losses(make_batch(s, idx, planner.cfg.variant, lat, cot_mode, flags))
         opt.zero_grad()
         parts.total.backward()
@@ -236,6 +303,7 @@ class OpenLoop:
     cos_persist: np.ndarray | None
     reasoning_tokens: np.ndarray
     pred_latents: np.ndarray | None
+    waypoints: np.ndarray | None = None  # (N, 4, 2) metres, the plans themselves
 
 
 def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -269,4 +337,4 @@ def open_loop_eval(planner: DeepSightPlanner, s: SampleSet, lat: np.ndarray | No
         tgt = lat[:, frame_index(planner.cfg.variant)]
         cos = _cos(pred, tgt)
         cos_p = _cos(np.repeat(lat[:, :1], tgt.shape[1], 1), tgt)
-    return OpenLoop(err[:, 1], err[:, 3], cos, cos_p, np.asarray(toks, float), pred)
+    return OpenLoop(err[:, 1], err[:, 3], cos, cos_p, np.asarray(toks, float), pred, wp)
