@@ -14,6 +14,7 @@ tokens inserted at random places so that the context spans 64 positions, as the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -48,7 +49,9 @@ IMAGE_SIZE = GRID * CELL  # 64
 N_IMAGE_TOKENS = GRID * GRID  # 64, independent of N
 GLYPH = 6  # glyph side in pixels
 _GLYPH_SEED = 20260215  # fixed: the glyphs are part of the task definition, not of a run
-_MAX_SHAPES = 64
+_MAX_SHAPES = 216  # the paper's controlled scale: 216 colours x 216 shapes x 32 items
+_MAX_COLOURS = 216
+_SMALL_PALETTE = 56  # palettes up to this size come from the coarse grid {0,85,170,255}^3 (unchanged)
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,7 @@ class Vocab:
     n_noise: int = 32
 
     def __post_init__(self) -> None:
-        positive_int(self.n_colours, "n_colours", minimum=2, maximum=56)  # 56 distinguishable RGB colours
+        positive_int(self.n_colours, "n_colours", minimum=2, maximum=_MAX_COLOURS)
         positive_int(self.n_shapes, "n_shapes", minimum=2, maximum=_MAX_SHAPES)
         positive_int(self.n_items, "n_items", minimum=2, maximum=4096)
         positive_int(self.n_noise, "n_noise", minimum=1, maximum=4096)
@@ -248,17 +251,27 @@ def _suffix_ids(sample: RetrievalSample) -> list[int]:
 
 # ----------------------------------------------------------------------------------------------- scenes
 def palette(n_colours: int = 32) -> np.ndarray:
-    """``(n_colours, 3)`` uint8 well-separated RGB colours (greedy farthest points of {0,85,170,255}^3).
+    """``(n_colours, 3)`` uint8 well-separated RGB colours (greedy farthest points of a grid of RGB levels).
 
-    Candidates whose brightest channel is below 170 are excluded so every colour stands out from the black
-    background. Deterministic (no randomness): the first colour is white, each next one is the candidate
-    farthest (Euclidean, ties by index) from those chosen.
+    Up to 56 colours the grid is {0,85,170,255}^3; the paper's controlled scale (216 colours) uses the finer
+    grid {0,43,85,128,170,213,255}^3. Candidates whose brightest channel is below 170 (coarse grid) or 85
+    (fine grid) are excluded so every colour stands out from the black background. Deterministic (no
+    randomness): the first colour is white, each next one is the candidate farthest (Euclidean, ties by
+    index) from those chosen.
     """
-    levels = np.array([0, 85, 170, 255])
+    if not 1 <= n_colours <= _MAX_COLOURS:
+        raise ValueError(f"n_colours = {n_colours}: must be in [1, {_MAX_COLOURS}]")
+    return _palette(int(n_colours)).copy()
+
+
+@lru_cache(maxsize=8)
+def _palette(n_colours: int) -> np.ndarray:
+    if n_colours <= _SMALL_PALETTE:
+        levels, floor = np.array([0, 85, 170, 255]), 170
+    else:  # Deviation: the paper's 216 colours are not specified beyond their number; a finer grid of ours
+        levels, floor = np.array([0, 43, 85, 128, 170, 213, 255]), 85
     cand = np.array([(r, g, b) for r in levels for g in levels for b in levels])
-    cand = cand[cand.max(1) >= 170]
-    if not 1 <= n_colours <= len(cand):
-        raise ValueError(f"n_colours = {n_colours}: must be in [1, {len(cand)}]")
+    cand = cand[cand.max(1) >= floor]
     chosen = [int(np.argmax(cand.sum(1)))]
     dist = np.linalg.norm(cand - cand[chosen[0]], axis=1)
     while len(chosen) < n_colours:
@@ -272,18 +285,28 @@ def glyphs(n_shapes: int = 32) -> np.ndarray:
     """``(n_shapes, 6, 6)`` bool glyphs: fixed seeded random bitmaps, pairwise Hamming distance >= 10.
 
     Each glyph touches all four sides of its 6x6 box (so the +-1 px jitter is the only position change).
+    The glyphs are drawn in one fixed sequence, so the first k of any larger set are the set of size k.
     """
     if not 1 <= n_shapes <= _MAX_SHAPES:
         raise ValueError(f"n_shapes = {n_shapes}: must be in [1, {_MAX_SHAPES}]")
-    rng = np.random.default_rng(_GLYPH_SEED)  # fixed seed: the glyph set is a constant of the task
-    out: list[np.ndarray] = []
-    while len(out) < _MAX_SHAPES:
+    return _glyph_bank(int(n_shapes)).copy()
+
+
+_GLYPHS: list[np.ndarray] = []  # the fixed sequence, grown on demand (its generator state kept beside it)
+_GLYPH_RNG: list[np.random.Generator] = []
+
+
+def _glyph_bank(n_shapes: int) -> np.ndarray:
+    if not _GLYPH_RNG:
+        _GLYPH_RNG.append(np.random.default_rng(_GLYPH_SEED))  # fixed seed: the glyph set is a task constant
+    rng = _GLYPH_RNG[0]
+    while len(_GLYPHS) < n_shapes:
         g = rng.random((GLYPH, GLYPH)) < 0.5
         if not (g[0].any() and g[-1].any() and g[:, 0].any() and g[:, -1].any()) or g.sum() < 12:
             continue
-        if all((g != h).sum() >= 10 for h in out):
-            out.append(g)
-    return np.stack(out[:n_shapes])
+        if not _GLYPHS or int((np.asarray(_GLYPHS) != g).sum((1, 2)).min()) >= 10:
+            _GLYPHS.append(g)
+    return np.stack(_GLYPHS[:n_shapes])
 
 
 def place_objects(n_objects: int, rng: np.random.Generator, jitter: bool = True) -> tuple[np.ndarray, np.ndarray]:

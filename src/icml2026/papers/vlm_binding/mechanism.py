@@ -8,7 +8,9 @@
 * :func:`probe_layers`: logistic-regression probes on the final-position residual per layer for the context
   slot of c_q (positional information) and the identity of its bound shape (symbolic information).
 
-Patching and knockout are plain PyTorch forward hooks on the Hugging Face blocks.
+Patching and knockout are plain PyTorch forward hooks on the Hugging Face blocks; every function takes our
+:class:`~.model.BindingLM` or any Hugging Face causal LM wrapped by :class:`~.hf.HFBindingModel` (GPT-2, Llama,
+Qwen2 block layouts), whose prompts are the same samples written through its tokenizer.
 """
 
 from __future__ import annotations
@@ -24,9 +26,13 @@ import torch
 from icml2026.core.errors import require_module
 from icml2026.core.validate import positive_int
 
-from .data import RetrievalSample, counterfactual_sample, sample_task
+from .data import Batch, RetrievalSample, counterfactual_sample, sample_task
+from .hf import HFBindingModel
 from .model import BindingLM
 from .train import Mode, make_batch
+
+#: What the analyses read: our :class:`~.model.BindingLM` or a Hugging Face causal LM seen through its tokenizer
+Analysed = BindingLM | HFBindingModel
 
 __all__ = [
     "OUTCOMES",
@@ -45,7 +51,14 @@ __all__ = [
 OUTCOMES = ("symbolic", "positional", "x'-answer", "original", "other")
 
 
-def _check_layer(model: BindingLM, layer: int) -> int:
+def _batch(model: Analysed, samples: list[RetrievalSample], mode: Mode, rng: np.random.Generator) -> Batch:
+    """The prompts of ``samples`` as ``model`` reads them (its tokenizer's, for a Hugging Face LM)."""
+    if isinstance(model, HFBindingModel):
+        return model.make_batch(samples, mode, rng)
+    return make_batch(samples, mode, rng)
+
+
+def _check_layer(model: Analysed, layer: int) -> int:
     if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < model.n_layer:
         raise ValueError(f"layer = {layer!r}: must be an int in [0, {model.n_layer - 1}]")
     return int(layer)
@@ -61,7 +74,7 @@ def _replace_output(out: Any, new: torch.Tensor) -> Any:
 
 @torch.no_grad()
 def final_residuals(
-    model: BindingLM, samples: list[RetrievalSample], mode: Mode, rng: np.random.Generator
+    model: Analysed, samples: list[RetrievalSample], mode: Mode, rng: np.random.Generator
 ) -> np.ndarray:
     """Residual stream at the final position after each block: ``(n_layer, len(samples), d_model)``."""
     model.eval()
@@ -70,7 +83,7 @@ def final_residuals(
         b.register_forward_hook(lambda _m, _i, o: caught.append(_block_output(o)[:, -1].clone())) for b in model.blocks
     ]
     try:
-        model(make_batch(samples, mode, rng))
+        model(_batch(model, samples, mode, rng))
     finally:
         for h in hooks:
             h.remove()
@@ -95,7 +108,7 @@ def classify_patched(pred: int, base: RetrievalSample, counterfactual: Retrieval
 
 @torch.no_grad()
 def _patched_predictions(
-    model: BindingLM, bases: list[RetrievalSample], cfs: list[RetrievalSample], layer: int, rng: np.random.Generator
+    model: Analysed, bases: list[RetrievalSample], cfs: list[RetrievalSample], layer: int, rng: np.random.Generator
 ) -> np.ndarray:
     """Item argmax on x with the final-position residual after ``layer`` taken from the run on x'."""
     model.eval()
@@ -112,19 +125,19 @@ def _patched_predictions(
     blk = model.blocks[layer]
     hook = blk.register_forward_hook(grab)
     try:
-        model(make_batch(cfs, "text", rng))
+        model(_batch(model, cfs, "text", rng))
     finally:
         hook.remove()
     hook = blk.register_forward_hook(put)
     try:
-        pred = model.item_logits(make_batch(bases, "text", rng)).argmax(1).cpu().numpy()
+        pred = model.item_logits(_batch(model, bases, "text", rng)).argmax(1).cpu().numpy()
     finally:
         hook.remove()
     return pred
 
 
 def interchange_intervention(
-    model: BindingLM,
+    model: Analysed,
     base: RetrievalSample,
     counterfactual: RetrievalSample,
     layer: int,
@@ -151,7 +164,7 @@ class InterchangeResult:
 
 
 def interchange_fractions(
-    model: BindingLM, n_pairs: int, n_range: tuple[int, int], rng: np.random.Generator, batch_size: int = 128
+    model: Analysed, n_pairs: int, n_range: tuple[int, int], rng: np.random.Generator, batch_size: int = 128
 ) -> InterchangeResult:
     """Interchange interventions on ``n_pairs`` fresh (x, x') pairs (N uniform in ``n_range``, N >= 3)."""
     n_pairs = positive_int(n_pairs, "n_pairs", maximum=10**6)
@@ -198,7 +211,7 @@ def sym_pos_ratio(result: InterchangeResult) -> tuple[float, int]:
 
 
 @contextmanager
-def _knockout(model: BindingLM, layer: int, is_context: np.ndarray) -> Iterator[None]:
+def _knockout(model: Analysed, layer: int, is_context: np.ndarray) -> Iterator[None]:
     """Within the block, the final query position may not attend to any context token."""
     block_ctx = torch.from_numpy(is_context).to(model.device)
 
@@ -207,11 +220,13 @@ def _knockout(model: BindingLM, layer: int, is_context: np.ndarray) -> Iterator[
         if mask is None:
             raise RuntimeError("the attention layer received no mask; knockout needs the eager 4D mask")
         mask = mask.clone()
-        mask[:, :, -1, :] = mask[:, :, -1, :].masked_fill(block_ctx[:, None, :], torch.finfo(mask.dtype).min)
+        blocked = False if mask.dtype == torch.bool else torch.finfo(mask.dtype).min  # bool masks: True attends
+        mask[:, :, -1, :] = mask[:, :, -1, :].masked_fill(block_ctx[:, None, -mask.shape[-1]:], blocked)
         kwargs["attention_mask"] = mask
         return args, kwargs
 
-    attn: torch.nn.Module = model.blocks[layer].attn  # type: ignore[assignment]
+    attn: torch.nn.Module = (model.attention(layer) if isinstance(model, HFBindingModel)
+                             else model.blocks[layer].attn)  # type: ignore[assignment]
     hook = attn.register_forward_pre_hook(pre, with_kwargs=True)
     try:
         yield
@@ -221,21 +236,21 @@ def _knockout(model: BindingLM, layer: int, is_context: np.ndarray) -> Iterator[
 
 @torch.no_grad()
 def attention_knockout(
-    model: BindingLM, samples: list[RetrievalSample], layer: int, rng: np.random.Generator, mode: Mode = "text"
+    model: Analysed, samples: list[RetrievalSample], layer: int, rng: np.random.Generator, mode: Mode = "text"
 ) -> float:
     """Accuracy on ``samples`` when the query position cannot attend to the context at ``layer``."""
     layer = _check_layer(model, layer)
     if not samples:
         raise ValueError("samples is empty")
     model.eval()
-    batch = make_batch(samples, mode, rng)
+    batch = _batch(model, samples, mode, rng)
     with _knockout(model, layer, batch.is_context):
         pred = model.item_logits(batch).argmax(1).cpu().numpy()
     return float((pred == batch.answer).mean())
 
 
 def knockout_profile(
-    model: BindingLM, samples: list[RetrievalSample], rng: np.random.Generator, mode: Mode = "text"
+    model: Analysed, samples: list[RetrievalSample], rng: np.random.Generator, mode: Mode = "text"
 ) -> list[float]:
     """Accuracy with the knockout at each layer (the drop from clean accuracy locates retrieval)."""
     return [attention_knockout(model, samples, k, rng, mode) for k in range(model.n_layer)]
@@ -255,7 +270,7 @@ class ProbeResult:
 
 
 def probe_layers(
-    model: BindingLM,
+    model: Analysed,
     samples: list[RetrievalSample],
     rng: np.random.Generator,
     mode: Mode = "text",

@@ -82,23 +82,37 @@ class CellEncoder(nn.Module):
         return self.encode_cells(cells.reshape(b * N_IMAGE_TOKENS, CELL, CELL, 3)).reshape(b, N_IMAGE_TOKENS, -1)
 
     @torch.no_grad()
+    def features_of_codes(self, codes: np.ndarray, vocab: Vocab) -> torch.Tensor:
+        """Features of the cells with :func:`~.data.cell_codes` ``codes`` (1-D int array): ``(len(codes), F)``.
+
+        Each cell is drawn from its code alone (colour, shape, jitter) and encoded on its own, which is exact
+        because the encoder sees one cell at a time.
+        """
+        cols, shp = palette(vocab.n_colours), glyphs(vocab.n_shapes)
+        codes = np.asarray(codes, dtype=np.int64)
+        cells = np.zeros((len(codes), CELL, CELL, 3), dtype=np.uint8)
+        pad = (CELL - GLYPH) // 2
+        for k, code in enumerate(codes):
+            if code == 0:
+                continue  # empty cell
+            rest, dx = divmod(int(code) - 1, 3)
+            cs, dy = divmod(rest, 3)
+            c, s = divmod(cs, vocab.n_shapes)
+            y, x = pad + dy - 1, pad + dx - 1
+            cells[k, y : y + GLYPH, x : x + GLYPH][shp[s]] = cols[c]
+        self.eval()
+        if not len(codes):
+            return torch.zeros((0, self.feature_dim), device=_device_of(self))
+        return torch.cat([self.encode_cells(torch.from_numpy(cells[i : i + 1024])) for i in range(0, len(cells), 1024)])
+
+    @torch.no_grad()
     def feature_table(self, vocab: Vocab) -> torch.Tensor:
         """Features of every possible cell, indexed by :func:`~.data.cell_codes`: ``(1 + C*S*9, F)``.
 
-        Exact (the encoder sees one cell at a time); used so that training does not re-encode the same cells.
+        Exact (the encoder sees one cell at a time); :class:`BindingLM` fills the same table lazily, code by
+        code, so that the paper's 216 x 216 vocabulary does not encode 420k cells up front.
         """
-        cols, shp = palette(vocab.n_colours), glyphs(vocab.n_shapes)
-        cells = np.zeros((1 + vocab.n_colours * vocab.n_shapes * 9, CELL, CELL, 3), dtype=np.uint8)
-        pad = (CELL - GLYPH) // 2
-        k = 1
-        for c in range(vocab.n_colours):
-            for s in range(vocab.n_shapes):
-                for dy in (-1, 0, 1):
-                    for dx in (-1, 0, 1):
-                        cells[k, pad + dy : pad + dy + GLYPH, pad + dx : pad + dx + GLYPH][shp[s]] = cols[c]
-                        k += 1
-        self.eval()
-        return torch.cat([self.encode_cells(torch.from_numpy(cells[i : i + 1024])) for i in range(0, len(cells), 1024)])
+        return self.features_of_codes(np.arange(1 + vocab.n_colours * vocab.n_shapes * 9), vocab)
 
     def freeze(self) -> CellEncoder:
         for p in self.parameters():
@@ -266,7 +280,8 @@ class BindingLM(nn.Module):
         self.lm.tie_weights()
         self.encoder = encoder.freeze() if encoder is not None else None
         self.projector = nn.Linear(encoder.feature_dim, d_model) if encoder is not None else None
-        self._table: torch.Tensor | None = None  # cell-feature cache of the frozen encoder (built lazily)
+        self._table: torch.Tensor | None = None  # cell-feature cache of the frozen encoder (filled lazily)
+        self._filled: torch.Tensor | None = None  # which rows of the cache hold a feature
         if self.projector is not None:
             init_parameters(self.projector, gen, std=float(1.0 / np.sqrt(encoder.feature_dim)))  # type: ignore[union-attr]
 
@@ -301,15 +316,30 @@ class BindingLM(nn.Module):
                 with torch.no_grad():
                     feats = self.encoder(torch.from_numpy(batch.images).to(dev))
             else:  # Deviation (speed only): cached cell features, tested equal to encoding the rendered scene
-                if self._table is None or self._table.device != dev:
-                    self._table = self.encoder.feature_table(self.vocab)
                 assert batch.cell_codes is not None
-                feats = self._table[torch.from_numpy(batch.cell_codes).to(dev)]
+                feats = self._cell_features(batch.cell_codes)
             proj = self.projector(feats)
             rows = torch.arange(len(batch), device=dev)[:, None]
             cols = torch.from_numpy(batch.image_start).to(dev)[:, None] + torch.arange(N_IMAGE_TOKENS, device=dev)[None]
             h = h.index_put((rows.expand_as(cols), cols), proj)
         return h
+
+    @torch.no_grad()
+    def _cell_features(self, codes: np.ndarray) -> torch.Tensor:
+        """Frozen-encoder features of the cells with these codes, from the lazily filled cache."""
+        assert self.encoder is not None
+        dev = self.device
+        n_codes = 1 + self.vocab.n_colours * self.vocab.n_shapes * 9
+        if self._table is None or self._table.device != dev:
+            self._table = torch.zeros((n_codes, self.encoder.feature_dim), device=dev)
+            self._filled = torch.zeros(n_codes, dtype=torch.bool)
+        assert self._filled is not None
+        need = np.unique(codes)
+        need = need[~self._filled[torch.from_numpy(need)].numpy()]
+        if len(need):
+            self._table[torch.from_numpy(need).to(dev)] = self.encoder.features_of_codes(need, self.vocab)
+            self._filled[torch.from_numpy(need)] = True
+        return self._table[torch.from_numpy(codes).to(dev)]
 
     def forward(
         self, batch: Batch, output_hidden_states: bool = False, output_attentions: bool = False
@@ -338,7 +368,7 @@ class BindingLM(nn.Module):
         if self.projector is None or encoder.feature_dim != self.projector.in_features:
             raise ValueError("encoder: feature_dim must match the projector's input size")
         self.encoder = copy.deepcopy(encoder).to(self.device).freeze()
-        self._table = None
+        self._table = self._filled = None
 
     def save_pretrained(self, path: str | Path) -> None:
         """Write the LM with ``transformers``' ``save_pretrained`` (``path/lm``) and the rest to ``path/extras.pt``."""

@@ -143,7 +143,9 @@ def accuracy(
     model.eval()
     out = []
     for k in range(0, len(samples), batch_size):
-        b = make_batch(samples[k : k + batch_size], mode, rng)
+        chunk = samples[k : k + batch_size]
+        # a Hugging Face LM (.hf.HFBindingModel) writes the prompts through its own tokenizer
+        b = model.make_batch(chunk, mode, rng) if hasattr(model, "make_batch") else make_batch(chunk, mode, rng)
         out.append(model.item_logits(b).argmax(1).cpu().numpy() == b.answer)
     return np.concatenate(out) if out else np.zeros(0, bool)
 
