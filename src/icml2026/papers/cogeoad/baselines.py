@@ -15,6 +15,9 @@ concatenation fusion      concat      20         MVA          selector    learne
 PointAD-style             geo         9          uniform      mean        learned
 CLIP+Render               geo         20         uniform      last        fixed
 ========================  ==========  =========  ===========  ==========  ========
+
+With a CLIP encoder (``--set encoder=PATH``) every variant takes ``prompts="text"``: the text tower's
+zero-shot prompt ensembles replace the learned (and the fixed) prototypes.
 """
 
 from __future__ import annotations
@@ -31,8 +34,12 @@ VARIANTS = ("cogeoad", "colour_only", "geometry_only", "no_mva", "last_layer", "
 
 
 def clip_render(encoder: ImageEncoder, **kw: Any) -> CoGeoAD:
-    """CLIP+Render: frozen encoder, fixed (training-free) prompts, last layer, mean over views."""
-    return CoGeoAD(encoder, streams=("geometry",), view_attention="uniform", layers="last", prompts="fixed", **kw)
+    """CLIP+Render: frozen encoder, fixed (training-free) prompts, last layer, mean over views.
+
+    ``prompts="text"`` (a CLIP encoder) gives the baseline's own hand-written prompts through the text tower.
+    """
+    kw.setdefault("prompts", "fixed")
+    return CoGeoAD(encoder, streams=("geometry",), view_attention="uniform", layers="last", **kw)
 
 
 def pointad(encoder: ImageEncoder, **kw: Any) -> CoGeoAD:

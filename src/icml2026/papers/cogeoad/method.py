@@ -199,8 +199,10 @@ class CoGeoAD:
         AnomalyCLIP/PointAD) or ``"last"`` (last layer only).
     similarity : ``"per_layer"`` (similarity per layer, then beta-weighted sum: the project page) or
         ``"fused"`` (beta-weighted features, then one similarity).
-    prompts : ``"learned"`` or ``"fixed"`` (training-free prototypes: the mean normal token and its
-        negation, stand-in for CLIP's hand-written prompts).
+    prompts : ``"learned"``, ``"fixed"`` (training-free prototypes: the mean normal token and its
+        negation, stand-in for CLIP's hand-written prompts) or ``"text"`` (the encoder's text tower on the
+        zero-shot prompt ensembles, :meth:`~.clip.ClipEncoder.text_prototypes`; frozen, while the selector and
+        the MVA still learn when ``n_steps > 0``).
     entropy_sign, lam_ent : the MVA entropy term is ``-entropy_sign * lam_ent * L_ent``.
     gamma, tau : the MVA softmax of Step 2.
     n_steps, batch_size, lr : prompt learning on the auxiliary objects.
@@ -220,7 +222,7 @@ class CoGeoAD:
         view_attention: Literal["mva", "uniform"] = "mva",
         layers: Literal["select", "mean", "last"] = "select",
         similarity: Literal["per_layer", "fused"] = "per_layer",
-        prompts: Literal["learned", "fixed"] = "learned",
+        prompts: Literal["learned", "fixed", "text"] = "learned",
         entropy_sign: float = 1.0,
         lam_ent: float = 0.1,
         gamma: float = 1.0,
@@ -250,7 +252,7 @@ class CoGeoAD:
             ("view_attention", self.view_attention, ("mva", "uniform")),
             ("layers", self.layers, ("select", "mean", "last")),
             ("similarity", self.similarity, ("per_layer", "fused")),
-            ("prompts", self.prompts, ("learned", "fixed")),
+            ("prompts", self.prompts, ("learned", "fixed", "text")),
         ):
             if val not in ok:
                 raise ValueError(f"{name} = {val!r}: must be one of {ok}")
@@ -377,6 +379,13 @@ class CoGeoAD:
         self.aux_categories_ = sorted({p.cloud.category for p in preps})
         gen = torch_generator(rng)
         width = self.encoder.width
+        text = None
+        if self.prompts == "text":
+            if not hasattr(self.encoder, "text_prototypes"):
+                raise ValueError("prompts = 'text': the encoder has no text tower (use an open_clip encoder)")
+            text = self.encoder.text_prototypes()
+            if np.shape(text) != (2, width):
+                raise ValueError(f"prompts = 'text': text features of shape {np.shape(text)}, need (2, {width})")
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen)))
             # Deviation: prompts, selector and MVA per stream (the paper does not say whether they are shared)
@@ -398,10 +407,18 @@ class CoGeoAD:
                         [F.normalize(self._stream_tensors(p, s)[0][-1], dim=-1).mean((0, 1)) for p in normals]
                     ).mean(0)
                     head.prompts.copy_(torch.stack([mean, -mean]))
+                elif self.prompts == "text":  # T from the text tower, frozen
+                    proto = torch.from_numpy(np.asarray(text, np.float32)).to(self.device_)
+                    head.prompts.copy_(torch.cat([proto, proto], -1) if s == "concat" else proto)
+                    head.prompts.requires_grad_(False)
                 else:
                     head.prompts.copy_(0.02 * torch.randn(tuple(head.prompts.shape), generator=gen))  # CPU draw
         self.loss_history_: list[float] = []
-        if self.prompts == "learned" and self.n_steps > 0:
+        # with text prototypes only the selector and the MVA learn (nothing, for last layer + uniform views)
+        learns = self.prompts == "learned" or (
+            self.prompts == "text" and (self.layers == "select" or self.view_attention == "mva")
+        )
+        if learns and self.n_steps > 0:
             labels = np.array([p.cloud.is_anomalous for p in preps])
             if labels.all() or not labels.any():
                 raise ValueError("aux_objects: need both normal and defective objects to learn the prompts")
