@@ -233,3 +233,14 @@ def test_zero_shot_runs_end_to_end_on_a_local_clip_and_data_folder(tmp_path: Pat
             assert isinstance(m[f"{v}_{k}"], float) and 0 <= m[f"{v}_{k}"] <= 1, (v, k, m[f"{v}_{k}"])
     names = {c["name"] for c in r["checks"]}
     assert {"guard_cogeoad_i_auroc_all", "aux_test_shared_categories"} <= names
+
+
+def test_view_attention_refuses_a_data_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # its few-view defects are built by construction; a user's scans cannot promise them
+    from icml2026.cli import main
+
+    root = write_mvtec3d(tmp_path / "mv", categories=("tyre",), n_per=1)
+    code = main(["run", "cogeoad.view_attention", "--preset", "smoke", "--threads", "1", "--set", f"data={root}",
+                 "--out", str(tmp_path / "runs")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and "data" in err[-1], err

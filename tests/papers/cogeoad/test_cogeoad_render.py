@@ -9,6 +9,7 @@ from icml2026.papers.cogeoad import (
     COLOUR_DEFECTS,
     DEFAULT_VIEWS,
     GEOMETRY_DEFECTS,
+    SMALL_VIEWS,
     PointCloud,
     estimate_normals,
     lift_to_points,
@@ -127,3 +128,17 @@ def test_same_seed_same_object_and_bad_inputs() -> None:
         render_views(a, DEFAULT_VIEWS, 0)
     with pytest.raises(TypeError, match="cloud"):
         render_views(np.zeros((10, 3)), DEFAULT_VIEWS)  # type: ignore[arg-type]
+
+
+def test_lit_colour_is_the_raw_colour_under_the_geometry_light() -> None:
+    # the official script renders the colour cloud with lighting on: the same light as the grey geometry image
+    obj = make_object("cone", np.random.default_rng(4), "dent", n_points=1500)
+    unlit = render_views(obj, SMALL_VIEWS, 48)
+    lit = render_views(obj, SMALL_VIEWS, 48, lit_colour=True)
+    fg = unlit.index >= 0
+    np.testing.assert_array_equal(lit.index, unlit.index)  # one projection pass: the same winners
+    light = unlit.geometry[fg] / 0.7  # the geometry image is grey 0.7 x light
+    np.testing.assert_allclose(lit.colour[fg], unlit.colour[fg] * light[:, None], atol=1e-12)
+    assert np.abs(lit.colour[fg] - unlit.colour[fg]).max() > 0.1  # shading is visible in the lit colour image
+    np.testing.assert_array_equal(lit.colour[~fg], 1.0)  # white background either way
+    np.testing.assert_array_equal(lit.geometry, unlit.geometry)

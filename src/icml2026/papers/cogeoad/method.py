@@ -107,15 +107,17 @@ def prepare_objects(
     views: Sequence[tuple[float, float]] = DEFAULT_VIEWS,
     *,
     splat: int | None = None,
+    lit_colour: bool = False,
     desc: str = "cogeoad render + encode",
 ) -> list[Prepared]:
-    """Render every cloud from ``views`` (one projection pass each) and encode both modalities once."""
+    """Render every cloud from ``views`` (one projection pass each) and encode both modalities once
+    (``lit_colour``: colour images lit as in the official script, see :func:`~.render.render_views`)."""
     size = int(getattr(encoder, "image_size", 64))
     out = []
     for c in track(list(clouds), desc, total=len(clouds)):
         if not isinstance(c, PointCloud):
             raise TypeError(f"clouds: expected PointCloud items, got {type(c).__name__}")
-        r = render_views(c, views, size, splat=splat)
+        r = render_views(c, views, size, splat=splat, lit_colour=lit_colour)
         tok_c, cls_c = encoder.encode_image(r.colour)
         tok_g, cls_g = encoder.encode_image(r.geometry)
         half = max(size // 2, 8)
@@ -194,6 +196,7 @@ class CoGeoAD:
         (CoGeoAD), one of them alone (ablations), or ``("concat",)`` (features concatenated before the
         similarity: the concatenation-fusion baseline).
     views : (theta_x, theta_y) view angles (default: the paper's 20).
+    lit_colour : render colour images lit (the official script) instead of raw RGB, when scoring clouds.
     view_attention : ``"mva"`` (Step 2) or ``"uniform"`` (view averaging).
     layers : ``"select"`` (MS-CGF's learnable selector beta), ``"mean"`` (fixed equal weights, as
         AnomalyCLIP/PointAD) or ``"last"`` (last layer only).
@@ -219,6 +222,7 @@ class CoGeoAD:
         streams: Sequence[Stream] = ("colour", "geometry"),
         views: Sequence[tuple[float, float]] = DEFAULT_VIEWS,
         splat: int | None = None,
+        lit_colour: bool = False,
         view_attention: Literal["mva", "uniform"] = "mva",
         layers: Literal["select", "mean", "last"] = "select",
         similarity: Literal["per_layer", "fused"] = "per_layer",
@@ -235,6 +239,7 @@ class CoGeoAD:
         device: str = "cpu",
     ) -> None:
         self.encoder, self.streams, self.views, self.splat = encoder, tuple(streams), tuple(views), splat
+        self.lit_colour = lit_colour
         self.view_attention, self.layers, self.similarity, self.prompts = view_attention, layers, similarity, prompts
         self.entropy_sign, self.lam_ent, self.gamma, self.tau = entropy_sign, lam_ent, gamma, tau
         self.n_steps, self.batch_size, self.lr = n_steps, batch_size, lr
@@ -286,7 +291,11 @@ class CoGeoAD:
         ready = {i: o for i, o in enumerate(objs) if isinstance(o, Prepared)}
         if len(clouds) + len(ready) != len(objs):
             raise TypeError("objects: expected PointCloud or Prepared items")
-        fresh = iter(prepare_objects(clouds, self.encoder, self.views, splat=self.splat, desc=desc) if clouds else [])
+        fresh = iter(
+            prepare_objects(clouds, self.encoder, self.views, splat=self.splat, lit_colour=self.lit_colour, desc=desc)
+            if clouds
+            else []
+        )
         out = [ready[i] if i in ready else next(fresh) for i in range(len(objs))]
         for p in out:
             if p.renders.views != tuple((float(a), float(b)) for a, b in self.views):

@@ -4,8 +4,10 @@ For view (i, j) the cloud is rotated about its centre by ``R_ij = R_y(theta_j) R
 once (orthographic camera on +z looking down -z). That single projection pass gives the point-to-pixel map
 ``pi(p')``, the z-buffer and the winning point of every pixel, from which all images are read:
 
-* colour image: the winner's RGB; geometry image: uniform grey 0.7 lit by Lambert shading of the winner's
-  normal (normals by PCA on a k-NN graph, scipy ``cKDTree``); mask image: the winner's GT label.
+* colour image: the winner's RGB, unlit by default (``lit_colour=False``), or, as in the official render
+  script (lighting on, estimated normals), lit by the same light as the geometry image (``lit_colour=True``:
+  RGB x (ambient + (1 - ambient) max(0, n.l))); geometry image: uniform grey 0.7 lit by Lambert shading of the
+  winner's normal (normals by PCA on a k-NN graph, scipy ``cKDTree``); mask image: the winner's GT label.
   The two modalities are therefore pixel-aligned by construction (pitfall 1 of the brief).
 * visibility ``M_k = 1[z'_k <= min{z'_m : pi(p'_m) = pi(p'_k)} + tol]`` (Step 1; see the deviation on tol).
 
@@ -110,6 +112,7 @@ def render_views(
     depth_tol: float = 0.05,
     k_normals: int = 20,
     normals: np.ndarray | None = None,
+    lit_colour: bool = False,
 ) -> Renders:
     """Colour, geometry and mask images of ``cloud`` from one projection pass per view (Step 1).
 
@@ -123,6 +126,8 @@ def render_views(
     depth_tol : visibility tolerance on depth in units of the normalised cloud radius.
     k_normals : neighbours of the PCA normal estimate.
     normals : optional precomputed normals (n, 3).
+    lit_colour : shade the colour image with the geometry image's light (the official script's lit rendering);
+        ``False`` keeps the raw RGB (our default, a deviation: see the card).
     """
     if not isinstance(cloud, PointCloud):
         raise TypeError(f"cloud: expected PointCloud, got {type(cloud).__name__}")
@@ -192,11 +197,12 @@ def render_views(
         index[k] = flat_idx.reshape(size, size)
         # Step 1's M_k. Deviation: a depth tolerance against surface splats instead of exact equality
         visibility[k] = depth <= zbuf[r0 * size + c0] + depth_tol * 2.0  # (x2: coordinates span [-1, 1])
-        shade = _GREY * (_AMBIENT + (1 - _AMBIENT) * np.clip(n_cam[win_id] @ _LIGHT, 0, None))
+        light = _AMBIENT + (1 - _AMBIENT) * np.clip(n_cam[win_id] @ _LIGHT, 0, None)
         g = geometry[k].reshape(-1)
-        g[win_pix] = shade
+        g[win_pix] = _GREY * light
         c = colour[k].reshape(-1, 3)
-        c[win_pix] = cloud.colours[win_id]
+        # Deviation (default): raw RGB; the official script renders the colour cloud lit (lit_colour=True)
+        c[win_pix] = cloud.colours[win_id] * light[:, None] if lit_colour else cloud.colours[win_id]
         m = mask[k].reshape(-1)
         m[win_pix] = cloud.labels[win_id]
     return Renders(colour, geometry, mask, index, pixels, visibility, views, int(size))
