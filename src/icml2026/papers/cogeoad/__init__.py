@@ -6,6 +6,8 @@ found). Official code: https://github.com/kingdomShu/CoGeoAD (rendering scripts 
 reconstruction from the brief: procedural coloured point clouds with injected defects, an own numpy z-buffer
 renderer of pixel-aligned colour/geometry pairs, a tiny self-supervised ViT as the frozen "CLIP", learnable
 prototype prompts, MVA, the MS-CGF layer selector and max-fusion of the two streams (see README.md).
+Real parts: an open_clip model from a local folder (:func:`load_clip_encoder`: layer taps of the image tower,
+the text tower's zero-shot prompts as T) and MVTec 3D-AD-style scans (:func:`load_mvtec3d`).
 
 Symbols (paper / brief -> code)
 -------------------------------
@@ -14,13 +16,15 @@ R_ij, pi(p'), M_k         :func:`view_rotation`, :class:`Renders` ``.pixels``, `
 I^Co, I^Geo               :class:`Renders` ``.colour``, ``.geometry`` (one projection pass per view)
 alpha_k, gamma, tau       ``CoGeoAD.view_weights``, ``gamma``, ``tau`` (Step 2, MVA)
 L_ent, lambda_ent         ``entropy_sign`` (+1 rewards entropy), ``lam_ent``
-beta, F_g, T              layer selector (``layers="select"``), ``similarity``, learnable prototypes
+beta, F_g, T              layer selector (``layers="select"``), ``similarity``, learnable prototypes or
+                          :meth:`ClipEncoder.text_prototypes` (``prompts="text"``)
 A_point                   ``CoGeoAD.score(cloud)[1]`` = max(S_point^Co, S_point^Geo)
 I-AUROC, AP, P-AUROC, AUPRO   :func:`image_auroc`, :func:`average_precision`, :func:`point_auroc`, :func:`aupro`
 """
 
 from .backbone import FrozenEncoder, ImageEncoder, TinyViT, pretrain_backbone
 from .baselines import VARIANTS, clip_render, colour_only, concat_fusion, geometry_only, make_variant, pointad
+from .clip import ClipEncoder, clip_taps, load_clip_encoder
 from .data import (
     AUX_CATEGORIES,
     CATEGORIES,
@@ -35,6 +39,7 @@ from .data import (
 )
 from .method import STREAMS, CoGeoAD, Prepared, prepare_objects
 from .metrics import aupro, average_precision, defect_regions, image_auroc, point_auroc
+from .mvtec3d import MVTEC3D_FAMILIES, check_mvtec3d, cloud_from_images, defect_family, load_mvtec3d
 from .render import (
     DEFAULT_VIEWS,
     POINTAD_VIEWS,
@@ -85,6 +90,14 @@ __all__ = [
     "point_auroc",
     "aupro",
     "defect_regions",
+    "ClipEncoder",
+    "clip_taps",
+    "load_clip_encoder",
+    "MVTEC3D_FAMILIES",
+    "check_mvtec3d",
+    "cloud_from_images",
+    "defect_family",
+    "load_mvtec3d",
 ]
 
 from icml2026.core.validate import check_public_api as _check_public_api  # noqa: E402
