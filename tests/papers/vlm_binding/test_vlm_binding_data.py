@@ -135,7 +135,7 @@ def test_counterfactual_keeps_objects_rotates_and_separates_outcomes() -> None:
         (lambda: sample_task(0, np.random.default_rng(0)), "n_objects"),
         (lambda: sample_task(33, np.random.default_rng(0), Vocab(n_items=40)), "n_objects"),
         (lambda: sample_task(3, 0), "rng"),  # type: ignore[arg-type]
-        (lambda: Vocab(n_colours=100), "n_colours"),
+        (lambda: Vocab(n_colours=217), "n_colours"),  # the paper's 216 is the largest palette
         (
             lambda: counterfactual_sample(sample_task(2, np.random.default_rng(0)), np.random.default_rng(0)),
             "n_objects >= 3",
@@ -147,3 +147,13 @@ def test_counterfactual_keeps_objects_rotates_and_separates_outcomes() -> None:
 def test_bad_inputs_are_refused_with_a_named_argument(call, match) -> None:  # noqa: ANN001
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+def test_paper_scale_palette_and_glyphs_are_distinct_and_extend_the_small_ones() -> None:
+    big, small = palette(216), palette(56)
+    assert len(np.unique(big, axis=0)) == 216 and big.max(1).min() >= 85  # visible on black
+    assert len(np.unique(small, axis=0)) == 56
+    g = glyphs(216)
+    assert np.array_equal(g[:32], glyphs(32))  # one fixed sequence: the brief's 32 glyphs are unchanged
+    d = (g[:, None] != g[None]).sum((2, 3))
+    assert d[~np.eye(216, dtype=bool)].min() >= 10

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ from .data import N_IMAGE_TOKENS, Batch, Vocab, image_batch, noise_text_batch, r
 from .mechanism import OUTCOMES, interchange_fractions, knockout_profile, probe_layers, sym_pos_ratio
 from .model import BindingLM, CellEncoder, pretrain_encoder
 from .regimes import REGIMES, Schedule, train_regimes
-from .train import accuracy, sample_batch
+from .train import Curriculum, accuracy, sample_batch
 
 __all__ = [
     "GeneratorConfig", "MechanismConfig", "NoiseConfig", "RegimesConfig", "generator", "mechanism", "noise_control",
@@ -58,6 +59,8 @@ class GeneratorConfig:
     claim="Every Indirect Retrieval sample has exactly one correct item with distinct colours and shapes; "
     "scenes are deterministic by seed and always give 64 image tokens; the frozen cell encoder "
     "pre-trained here classifies colour and shape of single-object cells with >= 99% accuracy.",
+    no_preconditions="exact counts of the generator's invariants and the encoder's own held-out accuracy: nothing "
+    "is compared, and no model must first learn anything for these checks to mean what they say",
     presets={
         "smoke": GeneratorConfig(n_samples=20, n_max=8, encoder_steps=20),
         "quick": GeneratorConfig(n_samples=100, encoder_steps=600),
@@ -190,7 +193,7 @@ def noise_control(cfg: NoiseConfig, rng: np.random.Generator) -> Outcome:
         # fails if noise tokens were attendable (any query reading a noise key changes the logits)
         Check("noise_vs_shifted_positions_max_abs_logit_diff", err, "< 1e-5", paper="noise only shifts positions"),
         # fails if position ids had no effect (then the noise control would test nothing)
-        Check("noise_vs_unshifted_max_abs_logit_diff", moved, "> 1e-3"),
+        Check("noise_vs_unshifted_max_abs_logit_diff", moved, "> 1e-3", role="precondition"),
     ]
     return Outcome(metrics=metrics, checks=checks)
 
@@ -223,6 +226,13 @@ class RegimesConfig:
     n_probe: int = param(600, 40, 10000, help="probe samples")
     noise_image: bool = False
     random_encoder: bool = False
+    curriculum: bool = param(True, help="stage 1 grows the largest N from 2 to n_id_max as the loss falls (issue 64)")
+    curriculum_loss: float = param(0.1, 1e-4, 5.0, help="running training loss below which the curriculum adds an N")
+    control: str = param("none", choices=("none", "planted", "null"),
+                         help="the image-text arm replaced by a control of the comparative checks: 'planted' = its "
+                         "OOD answers given the oracle's on a fraction 0.514 of prompts (the paper's gain, 37.2 -> "
+                         "69.5, as a share of the text-only errors); 'null' = a second text-only model (same "
+                         "steps, its own seed)")
     device: str = param("cpu", help="torch device: cpu, cuda, cuda:<n>, mps (icml2026 run --device)")
     workers: int = param(1, 1, 64, help="processes training the sub-seeds side by side (CPU only; same results)")
     precision: str = param("fp32", choices=("fp32", "bf16", "fp16"),
@@ -266,7 +276,7 @@ def _regime_seed(cfg: RegimesConfig, seed: int, r: np.random.Generator, device: 
     per_n: dict[str, dict[int, float]] = {}
     mech: dict[str, dict[str, Any]] = {}
     rows: list[dict[str, Any]] = []
-    r_enc, r_rand, r_train, r_eval, r_mech = spawn(r, 5)
+    r_enc, r_rand, r_train, r_eval, r_mech, r_ctl = spawn(r, 6)
     encoder = CellEncoder(32, 16)
     rep = pretrain_encoder(encoder, vocab, cfg.encoder_steps, r_enc, device=device)
     enc = (rep.colour_accuracy, rep.shape_accuracy)
@@ -294,12 +304,29 @@ def _regime_seed(cfg: RegimesConfig, seed: int, r: np.random.Generator, device: 
         on_step=tick,
         device=device,
         options=TrainingOptions(precision=cfg.precision, grad_accum=cfg.grad_accum, max_grad_norm=1.0),
+        curriculum=Curriculum(loss_threshold=cfg.curriculum_loss) if cfg.curriculum else None,
     )
     for _ in bar:  # drain (prints the final progress line)
         pass
+    if cfg.control == "null":  # the image-text arm is a second text-only model: same method, its own seed
+        from .train import Trainer
+
+        r_twin_init, r_twin = spawn(r_ctl, 2)
+        twin = BindingLM(vocab, encoder, torch.Generator().manual_seed(int(r_twin_init.integers(2**62))),
+                         **model_kwargs).to(device)
+        Trainer(twin, lr=cfg.lr, options=TrainingOptions(precision=cfg.precision, grad_accum=cfg.grad_accum,
+                                                         max_grad_norm=1.0)).run_stage(
+            cfg.steps_text, {"text": 1.0}, (2, cfg.n_id_max), cfg.batch_size, r_twin, None,
+            Curriculum(loss_threshold=cfg.curriculum_loss) if cfg.curriculum else None)
+        models["image-text"] = twin
     eval_sets = {n: sample_batch(cfg.n_eval, (n, n), vocab, r_eval) for n in id_ns + ood_ns}
     for name in names:
-        acc = {n: float(accuracy(models[name], eval_sets[n], "text", r_eval).mean()) for n in eval_sets}
+        correct = {n: accuracy(models[name], eval_sets[n], "text", r_eval) for n in eval_sets}
+        if cfg.control == "planted" and name == "image-text":
+            # the planted effect: the oracle's (correct) answer on a fixed share of the OOD prompts
+            for n in ood_ns:
+                correct[n] = correct[n] | (r_ctl.random(len(correct[n])) < PLANTED_ORACLE_SHARE)
+        acc = {n: float(correct[n].mean()) for n in eval_sets}
         per_n[name] = acc
         rows.append(
             {
@@ -330,6 +357,17 @@ def _regime_seed(cfg: RegimesConfig, seed: int, r: np.random.Generator, device: 
     return {"per_n": per_n, "mech": mech, "enc": enc, "rows": rows}
 
 
+_QUICK = RegimesConfig(
+    n_seeds=1, n_layer=3, d_model=32, n_id_max=4, n_ood_max=8, steps_text=300, steps_image=60, steps_mix=60,
+    encoder_steps=300, n_eval=100, n_pairs=40, n_probe=100,
+)
+
+
+#: planted control: share of OOD prompts on which the image-text arm is given the oracle's answer, the paper's
+#: gain as a share of the text-only errors, (69.5 - 37.2) / (100 - 37.2)
+PLANTED_ORACLE_SHARE = (69.5 - 37.2) / (100 - 37.2)
+
+
 @experiment(
     "vlm_binding.regimes",
     claim="A text-only transformer learns the task in distribution but fails OOD (more objects); continuing "
@@ -349,29 +387,19 @@ def _regime_seed(cfg: RegimesConfig, seed: int, r: np.random.Generator, device: 
             n_pairs=10,
             n_probe=40,
         ),
-        "quick": RegimesConfig(
-            n_seeds=3,
-            n_layer=2,
-            d_model=32,
-            n_id_max=4,
-            n_ood_max=8,
-            steps_text=120,
-            steps_image=30,
-            steps_mix=30,
-            encoder_steps=300,
-            n_eval=150,
-            n_pairs=60,
-            # regime 5 and the random-encoder ablation of the brief, cheap at this size; off in `full`, where they
-            # would take the run from 33 to about 60 min on 2 cores (turn them on with --set)
-            noise_image=True,
-            random_encoder=True,
-            n_probe=200,
-        ),
-        # the brief's stage lengths (8k + 4k + 4k steps; at batch 32, not 128): 1500/300/300 left the text-only
-        # model at 0.31 ID accuracy on 3 sub-seeds (2026-12-02), under the guard's 0.98
+        # issue 64: 3 layers (the task's minimum depth: bind shape to colour, colour to shape, shape to item) with
+        # the curriculum over N; one sub-seed per run (runs 0-2 give the 3 seeds). Until 2026-12-07: 2 layers,
+        # 3 sub-seeds of 120/30/30 steps, ID 0.17. Undecided at CPU scale (see the card).
+        "quick": _QUICK,
+        "planted": dataclasses.replace(_QUICK, control="planted"),
+        "null": dataclasses.replace(_QUICK, control="null"),
+        # the brief's model and task scale (4 layers, d=128, C=S=32, I=24, ID N<=8, OOD 9..16, batch 128, lr 3e-4,
+        # 8k + 4k + 4k steps) with the curriculum: a GPU preset (a CPU core does ~1 step/s of it; see the card).
+        # Until 2026-12-07: 3 layers, d=64, batch 32, lr 2e-3, 3 sub-seeds in 33.5 min, ID 0.308
         "full": RegimesConfig(
-            steps_text=8000, steps_image=4000, steps_mix=4000, encoder_steps=600, n_eval=100, n_pairs=100,
-            n_probe=300, workers=2,
+            n_layer=4, d_model=128, n_colours=32, n_shapes=32, n_items=24, n_id_max=8, n_ood_max=16,
+            steps_text=8000, steps_image=4000, steps_mix=4000, batch_size=128, lr=3e-4, encoder_steps=600,
+            n_eval=200, n_pairs=200, n_probe=600, noise_image=True, random_encoder=True,
         ),
         # the paper's controlled scale (brief: 12 layers, vocabulary 216 colours x 216 shapes x 32 items, trained on
         # up to 8 objects, OOD beyond 8), the brief's stage lengths and batch, for a GPU (`--device cuda`; cost in
@@ -435,51 +463,26 @@ def regimes(cfg: RegimesConfig, rng: np.random.Generator) -> Outcome:
     # sub-seeds of the paired per-seed statistic (ratios of small accuracies and of smoothed flip counts are
     # unstable, and a mean can be carried by one seed). With one sub-seed the minimum is that seed's value.
     ood_ratio = metrics["ood_ratio_image_over_text_only_min"]
-    # criterion 3's ID half is the guard: fails for an under-trained model. The comparisons below are evidence
-    # only for models that learned the task in distribution; for near-chance models they are ratios and
-    # differences of chance-level accuracies (quick seed 0 put one at 1.2985 against 1.3), so below the guard
-    # they are reported as metrics and the guard alone fails the run, the same way on every seed.
-    guard = Check("text_only_id_acc", metrics["text-only_id_acc"], ">= 0.98", paper="~100% ID")
-    compared = [
-        # criterion 3, OOD half: fails for a model that generalises by itself
-        Check("text_only_ood_acc", metrics["text-only_ood_acc"], "<= 0.60", paper="37.2% OOD"),
-        # criterion 4: fails if images do not help beyond more steps of text
-        Check("ood_ratio_image_text_over_text_only", ood_ratio, ">= 1.3", paper="69.5 / 37.2 = 1.87"),
-        Check("ood_gain_image_text_minus_text_long", metrics["ood_gain_image_vs_long_min"], ">= 0.10", paper="—"),
+    # Criterion 3 is the precondition of every comparison (issue 64): a text-only model that has learned the task in
+    # distribution (ID half; fails for an under-trained model) and still fails OOD (the shortcut, OOD half; fails
+    # for a model that generalises by itself, leaving nothing to correct). Below them the comparisons are ratios
+    # and differences of chance-level accuracies, and the run is undecided.
+    checks = [
+        Check("text_only_id_acc", metrics["text-only_id_acc"], ">= 0.98", paper="~100% ID", role="precondition"),
+        Check("text_only_ood_acc", metrics["text-only_ood_acc"], "<= 0.60", paper="37.2% OOD", role="precondition"),
+        # criterion 4, on the minimum over sub-seeds of the paired per-seed statistic: fails if images do not
+        # help, or help no more than the same number of further text steps
+        Check("ood_ratio_image_text_over_text_only", ood_ratio, ">= 1.3", paper="69.5 / 37.2 = 1.87",
+              comparative=True),
+        Check("ood_gain_image_text_minus_text_long", metrics["ood_gain_image_vs_long_min"], ">= 0.10",
+              comparative=True),
+        # criterion 4, no forgetting: fails if the image stages cost the text task in distribution
         Check("image_text_id_acc", metrics["image-text_id_acc"], ">= 0.97", paper="no forgetting"),
-        # criterion 5 (soft in the brief): paired per-seed differences, minimum over sub-seeds.
-        # Deviation: a 5-point margin instead of "> 0": with n_eval samples per OOD N the sampling error of a
-        # difference is ~2-3 points, so "> 0" would be decided by noise for two regimes that are equal.
-        Check(
-            "ood_gain_noise_text_minus_text_only",
-            metrics["ood_gain_noise_vs_text_only_min"],
-            ">= 0.05",
-            paper="57.5 vs 37.2",
-        ),
-        Check(
-            "ood_gain_image_text_minus_noise_text",
-            metrics["ood_gain_image_vs_noise_min"],
-            ">= 0.05",
-            paper="69.5 vs 57.5",
-        ),
-        # criterion 6: log(Sym/Pos) of image-text minus text-only, paired, minimum over sub-seeds. Deviation: >= 0.1
-        # (a >= ~10% higher ratio) rather than "> 0", for the same sampling-noise reason (100-200 pairs)
-        Check(
-            "log_sym_pos_ratio_image_text_minus_text_only",
-            metrics["sym_pos_ratio_change_min"],
-            ">= 0.1",
-            paper="Qwen3 1.819 -> Qwen3-VL 2.463",
-        ),
-        # the ratio means something only if the patch flips the prediction to x's symbolic or positional item
-        # often enough: fails for models whose patched predictions are mostly "other" (an untrained model)
-        Check(
-            "min_sym_plus_pos_flips_at_dominant_layer",
-            min(metrics["text-only_sym_plus_pos_flips_min"], metrics["image-text_sym_plus_pos_flips_min"]),
-            ">= 0.2",
-            paper="—",
-        ),
     ]
-    checks = [guard, *compared] if guard.passed else [guard]
+    # Deviation (issue 64): criteria 5 (a soft check in the brief) and 6 are reported as metrics
+    # (ood_gain_noise_vs_text_only_min, ood_gain_image_vs_noise_min, sym_pos_ratio_change_min,
+    # *_sym_plus_pos_flips_min), not checked: no planted control of the interchange ratio can be built by
+    # construction here, and a comparative check without measured power may not decide a verdict.
     figures = _figures(names, per_n, mech, id_ns, ood_ns, cfg.n_layer)
     tables: dict[str, list[dict[str, Any]]] = {
         "per_seed": rows,
@@ -639,8 +642,8 @@ def mechanism(cfg: MechanismConfig, rng: np.random.Generator) -> Outcome:
         vocab = Vocab(cfg.n_colours, cfg.n_shapes, cfg.n_items, 16)
         model = BindingLM(vocab, None, torch.Generator().manual_seed(int(r_init.integers(2**62))),
                           n_layer=cfg.n_layer, d_model=cfg.d_model, n_head=4).to(device)
-        tr = Trainer(model, lr=cfg.lr, weight_decay=0.0)
-        tr.run_stage(cfg.train_steps, {"text": 1.0}, (2, cfg.n_max), cfg.batch_size, r_train)
+        tr = Trainer(model, lr=cfg.lr)
+        tr.run_stage(cfg.train_steps, {"text": 1.0}, (2, cfg.n_max), cfg.batch_size, r_train, None, Curriculum())
         source = "trained here"
     model.eval()
     ns = list(range(cfg.n_min, cfg.n_max + 1))

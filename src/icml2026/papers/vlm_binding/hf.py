@@ -249,10 +249,11 @@ class HFBindingModel(nn.Module):
 
     @classmethod
     def load(cls, path: str | Path, *, device: str = "cpu", dtype: str | None = None, key: str = "model",
-             **sizes: int | None) -> HFBindingModel:
+             n_colours: int | None = None, n_shapes: int | None = None, n_items: int | None = None,
+             ) -> HFBindingModel:
         """Read a causal LM and its tokenizer from a local folder (or GGUF file) through the core loader."""
         from icml2026.core.loaders import load_causal_lm
 
         loaded = load_causal_lm(path, key=key, device=device, dtype=dtype,
                                 model_kwargs={"attn_implementation": "eager"})
-        return cls(loaded.model, loaded.tokenizer, **sizes).eval()
+        return cls(loaded.model, loaded.tokenizer, WORDS, n_colours, n_shapes, n_items).eval()

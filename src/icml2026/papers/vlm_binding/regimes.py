@@ -25,7 +25,7 @@ from icml2026.core.training import TrainingOptions
 
 from .data import Vocab
 from .model import BindingLM, CellEncoder
-from .train import Mode, Trainer
+from .train import Curriculum, Mode, Trainer
 
 __all__ = ["REGIMES", "Schedule", "Stage", "schedules", "train_regimes"]
 
@@ -78,13 +78,16 @@ def train_regimes(
     on_step: Callable[[], None] | None = None,
     device: str | torch.device = "cpu",
     options: TrainingOptions | None = None,
+    curriculum: Curriculum | None = None,
 ) -> dict[str, BindingLM]:
     """Train the requested regimes for one seed; returns the final model of each.
 
     ``rng`` drives the initial weights (one init shared by every regime, as "same seeds" in the brief) and
     the data of each stage (independent children per branch). The models are built on the CPU (the same
     initial weights everywhere) and moved to ``device``. ``options`` (precision, gradient accumulation,
-    clipping; default fp32, none, norm 1.0) go to every :class:`Trainer`.
+    clipping; default fp32, none, norm 1.0) go to every :class:`Trainer`. ``curriculum`` (a
+    :class:`~.train.Curriculum` over N) applies to stage 1 (text, or noise-text for regime 5); the later stages
+    draw N from the whole ``n_range``.
     """
     unknown = [r for r in regimes if r not in REGIMES]
     if unknown:
@@ -112,7 +115,7 @@ def train_regimes(
     text_first = [r for r in regimes if r != "noise-image-text"]
     if text_first:
         base = fresh(encoder)
-        base.run_stage(schedule.s1, {"text": 1.0}, n_range, batch_size, children["stage1"], tick)
+        base.run_stage(schedule.s1, {"text": 1.0}, n_range, batch_size, children["stage1"], tick, curriculum)
         for r in text_first:
             tr = base.clone()
             if r == "image-text-random-encoder":
@@ -123,7 +126,7 @@ def train_regimes(
             out[r] = tr.model
     if "noise-image-text" in regimes:
         tr = fresh(encoder)
-        tr.run_stage(schedule.s1, {"noise": 1.0}, n_range, batch_size, children["stage1-noise"], tick)
+        tr.run_stage(schedule.s1, {"noise": 1.0}, n_range, batch_size, children["stage1-noise"], tick, curriculum)
         for st in plan["noise-image-text"]:
             tr.run_stage(st.steps, st.mix, n_range, batch_size, children["noise-image-text"], tick)
         out["noise-image-text"] = tr.model

@@ -22,7 +22,7 @@ from icml2026.core.validate import positive_int
 from .data import Batch, RetrievalSample, Vocab, image_batch, noise_text_batch, sample_task, text_batch
 from .model import BindingLM
 
-__all__ = ["Mode", "Trainer", "make_batch", "sample_batch", "accuracy", "accuracy_per_n"]
+__all__ = ["Curriculum", "Mode", "Trainer", "make_batch", "sample_batch", "accuracy", "accuracy_per_n"]
 
 Mode = Literal["text", "noise", "image"]
 
@@ -47,6 +47,27 @@ def sample_batch(
     return [sample_task(int(n), rng, vocab) for n in ns]
 
 
+@dataclass(frozen=True)
+class Curriculum:
+    """A curriculum over the number of objects N (a remedy for the "answer with any item of the prompt" plateau).
+
+    The stage starts with N drawn from ``[lo, start]`` and raises the largest N by one, up to the stage's own
+    largest N, each time the running mean of the training loss (exponential, weight ``smoothing`` on the past)
+    falls below ``loss_threshold``; earlier N stay in the mix. Deterministic for a given seed.
+    """
+
+    start: int = 2
+    loss_threshold: float = 0.1
+    smoothing: float = 0.95
+
+    def __post_init__(self) -> None:
+        positive_int(self.start, "start", minimum=1, maximum=64)
+        if not 0.0 < self.loss_threshold < 10.0:
+            raise ValueError(f"loss_threshold = {self.loss_threshold}: must be in (0, 10)")
+        if not 0.0 <= self.smoothing < 1.0:
+            raise ValueError(f"smoothing = {self.smoothing}: must be in [0, 1)")
+
+
 @dataclass
 class Trainer:
     """A model with its AdamW state; :meth:`clone` branches a regime off a shared stage.
@@ -65,6 +86,9 @@ class Trainer:
     losses: list[float] = field(default_factory=list)
     opt: torch.optim.Optimizer | None = None
     options: TrainingOptions = field(default_factory=lambda: TrainingOptions(max_grad_norm=1.0))
+    n_hi_now: int | None = None  # the curriculum's current largest N (None: no curriculum run yet)
+    curriculum_log: list[tuple[int, int]] = field(default_factory=list)  # (step, largest N from that step on)
+    _ema: float | None = None
 
     def __post_init__(self) -> None:
         if self.opt is None:
@@ -86,7 +110,7 @@ class Trainer:
         for g in self.opt.param_groups:
             g["lr"] = self.lr * scale
 
-    def _train(self, batches: Iterable[Batch]) -> None:
+    def _train(self, batches: Iterable[Batch], curriculum: Curriculum | None = None, n_hi: int = 0) -> None:
         assert self.opt is not None
         self._set_lr()
 
@@ -94,6 +118,13 @@ class Trainer:
             self.steps_done += 1
             self.losses.append(loss)
             self._set_lr()
+            if curriculum is not None and self.n_hi_now is not None and self.n_hi_now < n_hi:
+                a = curriculum.smoothing
+                self._ema = loss if self._ema is None else a * self._ema + (1 - a) * loss
+                if self._ema < curriculum.loss_threshold:
+                    self.n_hi_now += 1
+                    self._ema = None
+                    self.curriculum_log.append((self.steps_done, self.n_hi_now))
 
         train_steps(self.model, self.opt, batches, self._loss, options=self.options,
                     device=str(self.model.device), on_step=after)
@@ -112,9 +143,11 @@ class Trainer:
         batch_size: int,
         rng: np.random.Generator,
         progress: Callable[[int], None] | None = None,
+        curriculum: Curriculum | None = None,
     ) -> None:
         """``steps`` optimizer steps; each draws its prompt format from ``mix`` (weights summing to 1) and
-        ``options.grad_accum`` micro-batches of ``batch_size`` in that format."""
+        ``options.grad_accum`` micro-batches of ``batch_size`` in that format. With a ``curriculum`` the largest
+        N of the batches grows from ``curriculum.start`` to ``n_range[1]`` (see :class:`Curriculum`)."""
         steps = positive_int(steps, "steps", minimum=0, maximum=10**7)
         modes = list(mix)
         w = np.array([mix[m] for m in modes], float)
@@ -123,16 +156,22 @@ class Trainer:
         if steps == 0:
             return
 
+        lo, hi = n_range
+        if curriculum is not None and self.n_hi_now is None:
+            self.n_hi_now = max(lo, min(hi, curriculum.start))
+            self.curriculum_log.append((self.steps_done, self.n_hi_now))
+
         def batches() -> Iterator[Batch]:
             for k in range(steps):
                 mode = modes[int(rng.choice(len(modes), p=w))]
+                top = hi if curriculum is None or self.n_hi_now is None else min(hi, self.n_hi_now)
                 for _ in range(self.options.grad_accum):
-                    samples = sample_batch(batch_size, n_range, self.model.vocab, rng)
+                    samples = sample_batch(batch_size, (lo, top), self.model.vocab, rng)
                     yield make_batch(samples, mode, rng)
                 if progress is not None:
                     progress(k)  # runs once step k's last micro-batch has been trained on
 
-        self._train(batches())
+        self._train(batches(), curriculum, hi)
 
 
 @torch.no_grad()
@@ -145,7 +184,8 @@ def accuracy(
     for k in range(0, len(samples), batch_size):
         chunk = samples[k : k + batch_size]
         # a Hugging Face LM (.hf.HFBindingModel) writes the prompts through its own tokenizer
-        b = model.make_batch(chunk, mode, rng) if hasattr(model, "make_batch") else make_batch(chunk, mode, rng)
+        own = getattr(model, "make_batch", None)
+        b = own(chunk, mode, rng) if callable(own) else make_batch(chunk, mode, rng)
         out.append(model.item_logits(b).argmax(1).cpu().numpy() == b.answer)
     return np.concatenate(out) if out else np.zeros(0, bool)
 
