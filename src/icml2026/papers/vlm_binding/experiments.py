@@ -358,7 +358,7 @@ def _regime_seed(cfg: RegimesConfig, seed: int, r: np.random.Generator, device: 
 
 
 _QUICK = RegimesConfig(
-    n_seeds=1, n_layer=3, d_model=32, n_id_max=4, n_ood_max=8, steps_text=300, steps_image=60, steps_mix=60,
+    n_seeds=1, n_layer=3, d_model=32, n_id_max=4, n_ood_max=8, steps_text=200, steps_image=40, steps_mix=40,
     encoder_steps=300, n_eval=100, n_pairs=40, n_probe=100,
 )
 
@@ -388,8 +388,8 @@ PLANTED_ORACLE_SHARE = (69.5 - 37.2) / (100 - 37.2)
             n_probe=40,
         ),
         # issue 64: 3 layers (the task's minimum depth: bind shape to colour, colour to shape, shape to item) with
-        # the curriculum over N; one sub-seed per run (runs 0-2 give the 3 seeds). Until 2026-12-07: 2 layers,
-        # 3 sub-seeds of 120/30/30 steps, ID 0.17. Undecided at CPU scale (see the card).
+        # the curriculum over N, 200/40/40 steps; one sub-seed per run (runs 0-2 give the 3 seeds). Until
+        # 2026-12-07: 2 layers, 3 sub-seeds of 120/30/30 steps, ID 0.17. Undecided at CPU scale (see the card).
         "quick": _QUICK,
         "planted": dataclasses.replace(_QUICK, control="planted"),
         "null": dataclasses.replace(_QUICK, control="null"),
@@ -623,8 +623,8 @@ def _noise_gap(model: Any, samples: list[Any], rng: np.random.Generator) -> tupl
     presets={
         "smoke": MechanismConfig(train_steps=2, n_layer=2, d_model=16, n_eval=10, n_pairs=10, n_probe=40,
                                  n_noise=4),
-        "quick": MechanismConfig(),
-        "full": MechanismConfig(train_steps=3000),
+        "quick": MechanismConfig(n_layer=3, d_model=32, train_steps=300, n_eval=100, n_pairs=100, n_probe=200),
+        "full": MechanismConfig(train_steps=8000, batch_size=128, lr=1e-3),
     },
 )
 def mechanism(cfg: MechanismConfig, rng: np.random.Generator) -> Outcome:
