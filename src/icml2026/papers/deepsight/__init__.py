@@ -16,6 +16,10 @@ DINOv3(BEV_future)        :class:`BEVEncoder` ``.latents`` on :func:`future_bev`
 L = CE + 2 MSE            :meth:`DeepSightPlanner.losses` (+ L1 on the waypoint head, our simplification)
 <CoT_flag_*>, <think>     :func:`think_tokens`, :func:`annotate` (rule-based annotator)
 PID (turn, speed)         :class:`PIDController`; closed loop :func:`closed_loop` -> :class:`ClosedLoopResult`
+official crop              :func:`ego_row` (365 of 512 px ahead of the ego); DINOv3 preprocessing
+                          :class:`PretrainedBEVEncoder` (resize + ImageNet normalisation)
+user backbones            ``PlannerConfig.backbone_path`` (``--set planner=PATH``), :func:`load_bev_encoder`
+                          (``--set encoder=PATH``)
 DS                        :func:`ds_analogue` = progress ratio x 0.5^collisions x 0.7^off-road
 """
 
@@ -28,6 +32,7 @@ from .data import (
     annotate,
     cached_episodes,
     collect_episodes,
+    ego_row,
     ego_state,
     future_bev,
     future_waypoints,
@@ -37,14 +42,26 @@ from .data import (
     save_episodes,
     simulate_episode,
 )
-from .method import VARIANTS, VOCAB, BEVEncoder, DeepSightPlanner, Plan, PlannerBatch, PlannerConfig, think_tokens
+from .method import (
+    VARIANTS,
+    VOCAB,
+    BEVEncoder,
+    DeepSightPlanner,
+    Plan,
+    PlannerBatch,
+    PlannerConfig,
+    constant_velocity_waypoints,
+    think_tokens,
+)
 from .structure import count_backbone_calls, straight_drive_episode, warp_displacements
 from .training import (
     OpenLoop,
+    PretrainedBEVEncoder,
     SampleSet,
     build_planner,
     build_samples,
     encode_targets,
+    load_bev_encoder,
     open_loop_eval,
     pretrain_encoder,
     train_planner,
@@ -74,6 +91,10 @@ __all__ = [
     "PlannerBatch",
     "PlannerConfig",
     "think_tokens",
+    "constant_velocity_waypoints",
+    "PretrainedBEVEncoder",
+    "load_bev_encoder",
+    "ego_row",
     "PID",
     "PIDController",
     "ClosedLoopResult",

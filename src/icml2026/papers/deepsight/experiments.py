@@ -419,6 +419,7 @@ def _arms(cfg: DriveConfig, prep: _Prepared, lat: _Latents, train_seed: int, s: 
     c0 = _train(cfg, "C", prep, lat, train_seed, device, mse_weight=0.0, label="C0")
     other = _train(cfg, "C", prep, lat, train_seed + 1, device, mse_weight=0.0, label="C0'")
     wp = open_loop_eval(other, prep.val, None).waypoints
+    assert wp is not None
     gt = prep.val.wp
     if cfg.control == "planted":
         return [("C0", c0, None), ("C", other, _scale_errors(wp, gt, 1 - PLANTED_GAIN)), ("B", other, wp)]
@@ -646,6 +647,23 @@ def balanced_split(complex_: np.ndarray, rng: np.random.Generator) -> np.ndarray
     return np.sort(np.concatenate([rng.permutation(c)[:n], rng.permutation(s)[:n]]))
 
 
+def _subset(s: Any, idx: np.ndarray) -> Any:
+    """The samples ``idx`` of a SampleSet (inputs, waypoints, labels; BEV frames kept for shape only)."""
+    return dataclasses.replace(
+        s,
+        kin=s.kin[idx],
+        ego=s.ego[idx],
+        wp=s.wp[idx],
+        bev=s.bev[idx],
+        complex=s.complex[idx],
+        ann=[s.ann[i] for i in idx],
+        episode=s.episode[idx],
+        step=s.step[idx],
+        long_tail=s.long_tail[idx],
+        static_world=None,
+    )
+
+
 def _adaptive_cot_seed(cfg: DriveConfig, prep: _Prepared, s: int, seed_rng: np.random.Generator) -> dict[str, Any]:
     """Sub-seed ``s`` of adaptive_cot: encoder, then E (always-long CoT) and F (adaptive), each trained and
     evaluated open loop (balanced split) and closed loop (module-level: it can run in its own process)."""
@@ -657,6 +675,8 @@ def _adaptive_cot_seed(cfg: DriveConfig, prep: _Prepared, s: int, seed_rng: np.r
     lat, train_seed = _seed_latents(cfg, prep, seed_rng, device)
     split = balanced_split(prep.val.complex, np.random.default_rng(DATA_SEED))
     is_c = prep.val.complex[split]
+    # the trigger on the (annotated) training frames: did F learn the labels it was trained on?
+    tr_split = balanced_split(prep.train.complex, np.random.default_rng(DATA_SEED + 1))
     values: list[tuple[str, float]] = []
     rows: list[dict[str, Any]] = []
     ds_lt: list[tuple[str, np.ndarray]] = []
@@ -682,6 +702,12 @@ def _adaptive_cot_seed(cfg: DriveConfig, prep: _Prepared, s: int, seed_rng: np.r
             ("trigger_balanced_accuracy", (tpr + tnr) / 2),
         ):
             values.append((f"{v}_{k}", float(val)))
+        if v == "F":
+            sub = _subset(prep.train, tr_split)
+            tr_long = open_loop_eval(planner, sub, None).reasoning_tokens > 1
+            c_tr = sub.complex
+            ba_tr = (float(tr_long[c_tr].mean()) + float((~tr_long[~c_tr]).mean())) / 2 if c_tr.any() else 0.5
+            values.append(("F_trigger_balanced_accuracy_train", ba_tr))
         rows.append(
             {
                 "seed": s,
@@ -749,6 +775,11 @@ def adaptive_cot(cfg: DriveConfig, rng: np.random.Generator) -> Outcome:
               role="precondition"),
         Check("train_complex_frames", metrics["train_complex_frames"], f">= {n_min}", role="precondition"),
         Check("E_long_rate_balanced", metrics["E_long_rate_balanced"], ">= 0.9", role="precondition"),
+        # ... and F has learned the trigger on the frames it was trained on (balanced accuracy on a balanced
+        # split of the training frames): fails when F is undertrained, which is a defect of the setup, not a
+        # negative result; the claim below is the same reading on held-out frames
+        Check("F_trigger_balanced_accuracy_train", metrics["F_trigger_balanced_accuracy_train"], ">= 0.75",
+              role="precondition"),
         # the paper's adaptivity, read as a classifier on the balanced split (not a class-imbalanced rate:
         # answering 'easy' everywhere scores 0.5): fails when F collapses to one answer
         Check("F_trigger_balanced_accuracy", metrics["F_trigger_balanced_accuracy"], ">= 0.75",

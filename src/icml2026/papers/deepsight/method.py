@@ -171,7 +171,7 @@ def constant_velocity_waypoints(ego: torch.Tensor) -> torch.Tensor:
 class _RowSlice(nn.Module):
     """Logits of a loaded LM's output layer restricted to our appended tokens (rows offset..offset+n)."""
 
-    def __init__(self, head: nn.Module, offset: int, n: int) -> None:
+    def __init__(self, head: nn.Linear, offset: int, n: int) -> None:
         super().__init__()
         self.head, self.offset, self.n = head, offset, n
 

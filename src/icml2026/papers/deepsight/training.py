@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -53,7 +54,7 @@ class PretrainedBEVEncoder(torch.nn.Module):
     ``latents(x)`` (x: (B, 3, S, S) in [0, 1]) returns the last hidden states without the register tokens,
     (B, 1 + P, hidden), like :meth:`BEVEncoder.latents`."""
 
-    def __init__(self, model: torch.nn.Module) -> None:
+    def __init__(self, model: Any) -> None:
         super().__init__()
         cfg = model.config
         self.vit = model
@@ -62,6 +63,8 @@ class PretrainedBEVEncoder(torch.nn.Module):
         self.registers = int(getattr(cfg, "num_register_tokens", 0))
         self.n_patches = (self.image_size // self.patch_size) ** 2
         self.hidden = int(cfg.hidden_size)
+        self.mean: torch.Tensor
+        self.std: torch.Tensor
         self.register_buffer("mean", torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1))
         self.register_buffer("std", torch.tensor(IMAGENET_STD).view(1, 3, 1, 1))
 
@@ -74,7 +77,7 @@ class PretrainedBEVEncoder(torch.nn.Module):
 
     @torch.no_grad()
     def latents(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.vit(pixel_values=self.preprocess(x)).last_hidden_state
+        h: torch.Tensor = self.vit(pixel_values=self.preprocess(x)).last_hidden_state
         return torch.cat([h[:, :1], h[:, 1 + self.registers :]], 1)  # registers masked out (Sec. 2)
 
 
@@ -271,8 +274,14 @@ def train_planner(
     flags = rng.random(len(s)) >= unannotated
     cpx = np.nonzero(s.complex & flags)[0]
     simple = np.nonzero(~(s.complex & flags))[0]
-    opt = torch.optim.AdamW(planner.parameters(), lr=lr, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=max(n_steps, 1), pct_start=0.1)
+    # the linear ego -> waypoint path needs weights of order 1 (e.g. 0.5 a t^2 from the acceleration input):
+    # it learns at 10x the rate, else AdamW moves it by only ~lr per step
+    lin = {id(p) for p in planner.ego_wp.parameters()}
+    groups = [{"params": [p for p in planner.parameters() if id(p) not in lin]},
+              {"params": list(planner.ego_wp.parameters()), "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=lr, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=[lr, 10 * lr], total_steps=max(n_steps, 1),
+                                                pct_start=0.1)
     planner.train()
     hist = []
     for _ in track(range(n_steps), f"deepsight planner {planner.cfg.variant} training", total=n_steps):
