@@ -56,6 +56,7 @@ def test_controls_replace_the_image_text_arm() -> None:
     assert null["image-text_ood_acc"] != plain["image-text_ood_acc"]
 
 
+@pytest.mark.slow  # two smoke runs of two sub-seeds, one in two processes (~20 s idle, ~90 s on a loaded machine)
 def test_regimes_sub_seeds_in_two_processes_equal_one_after_another() -> None:
     import dataclasses
 
