@@ -150,6 +150,7 @@ def test_encoder_pretraining_depends_on_its_stream_alone() -> None:
     assert torch.equal(weights(0), weights(11))
 
 
+@pytest.mark.slow
 def test_sub_seeds_give_the_same_numbers_in_any_process() -> None:
     """world_model with workers = 2 runs its sub-seeds in fresh processes; the numbers must equal the
     in-process run's (fails when anything draws from process-global state: measured before the encoder fix)."""
