@@ -49,7 +49,6 @@ NOT_YET_CONVERTED = frozenset({
     "cogeoad",
     "deepsight",
     "probe",
-    "vlm_binding",
 })
 
 #: Nonsense for every field, as the command line would pass it. Integers get 10**9 spelled out (``1e9`` is
