@@ -308,6 +308,58 @@ def _view_figure(model: CoGeoAD, prep: Prepared) -> Any:
     return fig
 
 
+def zero_shot_checks(m: dict[str, float]) -> list[Check]:
+    """The checks of :func:`zero_shot` from its metrics: preconditions first; every comparison (the blindness
+    checks included) only once all preconditions pass."""
+    checks = [
+        # criterion 2 (sum by construction of the softmax; max fails on a collapsed MVA)
+        Check("alpha_sum_error", m["alpha_sum_error_max"], "<= 1e-5"),
+        Check("alpha_mean_max_entropy_reward", m["alpha_mean_max"], "<= 0.5"),
+        # criterion 5
+        Check("aux_test_shared_categories", m["shared_categories"], "== 0", paper="unseen categories"),
+        # criterion 3's detection targets (a family absent from a user's data folder has no check)
+        *[
+            Check(f"cogeoad_on_{fam}_defects_i_auroc", m[f"cogeoad_i_auroc_{fam}"], ">= 0.85", paper="—")
+            for fam in ("colour", "geometry")
+            if np.isfinite(m[f"cogeoad_i_auroc_{fam}"])
+        ],
+        # preconditions of every comparison below: a detector must detect before its parts are compared
+        Check(
+            "guard_cogeoad_i_auroc_all", m["cogeoad_i_auroc_all"], f">= {MIN_DETECTION_AUROC}", role="precondition"
+        ),
+    ]
+    # ... and each single stream must see its own family before its blindness to the other one means anything
+    # (issue 61: geometry-only scored 0.531 on geometry defects, full, while "blind" to colour at 0.529). The bar
+    # is MIN_DETECTION_AUROC, fixed with the guard before any run with these checks.
+    own = {"geometry_only": "geometry", "colour_only": "colour"}
+    for variant, fam in own.items():
+        if np.isfinite(m[f"{variant}_i_auroc_{fam}"]):
+            checks.append(Check(f"{variant}_on_{fam}_defects_i_auroc", m[f"{variant}_i_auroc_{fam}"],
+                                f">= {MIN_DETECTION_AUROC}", role="precondition"))
+    # Every comparison (fusion over the single streams, criterion 4a, and the two blindness checks of criterion
+    # 3) is evidence only for detectors that detect: checked once every precondition above passes. Below them
+    # they compare near-chance scores (a stream "blind" at 0.50 says nothing when it scores 0.53 on what it
+    # should see) and are reported as metrics; a failed precondition makes the run undecided on every seed.
+    if all(c.passed for c in checks if c.role == "precondition"):
+        if np.isfinite(m["geometry_only_i_auroc_colour"]):
+            # the geometry stream never sees colours, so this fails only if colour leaks into it
+            checks.append(Check("geometry_only_on_colour_defects_i_auroc", m["geometry_only_i_auroc_colour"],
+                                "<= 0.65"))
+        if np.isfinite(m["colour_only_i_auroc_geometry"]):
+            # fails if colour renders carry the geometry (lit colour renders show dents as shading)
+            checks.append(Check("colour_only_on_geometry_defects_i_auroc", m["colour_only_i_auroc_geometry"],
+                                "<= 0.70"))
+        checks += [
+            Check(
+                "fusion_minus_best_single_i_auroc_all",
+                m["fusion_margin_all"],
+                ">= 0.05",
+                paper="87.4 vs 84.3 (geo only) / 83.6 (colour only), MVTec3D",
+            ),
+            Check("msgcf_minus_last_layer_aupro", m["msgcf_aupro_gain"], ">= 0.0", paper="91.9 vs 87.9 (MVTec3D)"),
+        ]
+    return checks
+
 #: Presets shared by zero_shot and view_attention (the same training; view_attention evaluates few-view defects).
 _ZS_SMOKE = ZeroShotConfig(
     n_seeds=1, n_points=600, image_size=32, view_set="small", n_aux_categories=1, n_test_categories=1,
@@ -397,53 +449,7 @@ def zero_shot(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
     m["msgcf_aupro_gain"] = m["cogeoad_aupro"] - m["last_layer_aupro"]
     gains = [a - b for a, b in zip(per["cogeoad_aupro"], per["last_layer_aupro"], strict=True)]
     m["msgcf_aupro_gain_min"], m["msgcf_aupro_gain_max"] = min(gains), max(gains)
-    checks = [
-        # criterion 2 (sum by construction of the softmax; max fails on a collapsed MVA)
-        Check("alpha_sum_error", m["alpha_sum_error_max"], "<= 1e-5"),
-        Check("alpha_mean_max_entropy_reward", m["alpha_mean_max"], "<= 0.5"),
-        # criterion 5
-        Check("aux_test_shared_categories", m["shared_categories"], "== 0", paper="unseen categories"),
-        # criterion 3's detection targets (a family absent from a user's data folder has no check)
-        *[
-            Check(f"cogeoad_on_{fam}_defects_i_auroc", m[f"cogeoad_i_auroc_{fam}"], ">= 0.85", paper="—")
-            for fam in ("colour", "geometry")
-            if np.isfinite(m[f"cogeoad_i_auroc_{fam}"])
-        ],
-        # preconditions of every comparison below: a detector must detect before its parts are compared
-        Check(
-            "guard_cogeoad_i_auroc_all", m["cogeoad_i_auroc_all"], f">= {MIN_DETECTION_AUROC}", role="precondition"
-        ),
-    ]
-    # ... and each single stream must see its own family before its blindness to the other one means anything
-    # (issue 61: geometry-only scored 0.531 on geometry defects, full, while "blind" to colour at 0.529). The bar
-    # is MIN_DETECTION_AUROC, fixed with the guard before any run with these checks.
-    own = {"geometry_only": "geometry", "colour_only": "colour"}
-    for variant, fam in own.items():
-        if np.isfinite(m[f"{variant}_i_auroc_{fam}"]):
-            checks.append(Check(f"{variant}_on_{fam}_defects_i_auroc", m[f"{variant}_i_auroc_{fam}"],
-                                f">= {MIN_DETECTION_AUROC}", role="precondition"))
-    # Every comparison (fusion over the single streams, criterion 4a, and the two blindness checks of criterion
-    # 3) is evidence only for detectors that detect: checked once every precondition above passes. Below them
-    # they compare near-chance scores (a stream "blind" at 0.50 says nothing when it scores 0.53 on what it
-    # should see) and are reported as metrics; a failed precondition makes the run undecided on every seed.
-    if all(c.passed for c in checks if c.role == "precondition"):
-        if np.isfinite(m["geometry_only_i_auroc_colour"]):
-            # the geometry stream never sees colours, so this fails only if colour leaks into it
-            checks.append(Check("geometry_only_on_colour_defects_i_auroc", m["geometry_only_i_auroc_colour"],
-                                "<= 0.65"))
-        if np.isfinite(m["colour_only_i_auroc_geometry"]):
-            # fails if colour renders carry the geometry (lit colour renders show dents as shading)
-            checks.append(Check("colour_only_on_geometry_defects_i_auroc", m["colour_only_i_auroc_geometry"],
-                                "<= 0.70"))
-        checks += [
-            Check(
-                "fusion_minus_best_single_i_auroc_all",
-                m["fusion_margin_all"],
-                ">= 0.05",
-                paper="87.4 vs 84.3 (geo only) / 83.6 (colour only), MVTec3D",
-            ),
-            Check("msgcf_minus_last_layer_aupro", m["msgcf_aupro_gain"], ">= 0.0", paper="91.9 vs 87.9 (MVTec3D)"),
-        ]
+    checks = zero_shot_checks(m)
     fig, ax = new_figure("Object-level ROC, mixed test set (sub-seed 0)", "false positive rate", "true positive rate")
     for name, (fpr, tpr) in roc.items():
         ax.plot(fpr, tpr, label=name, lw=1.2)
