@@ -203,7 +203,7 @@ def test_clip_encoder_taps_layers_with_the_official_preprocessing(tmp_path: Path
     assert not np.allclose(t[0], t[1])
 
 
-def test_text_prototypes_are_the_frozen_stream_prompts(tmp_path: Path) -> None:
+def test_clip_text_prototypes_are_the_frozen_stream_prompts(tmp_path: Path) -> None:
     from icml2026.papers.cogeoad import CoGeoAD, make_dataset
     from icml2026.papers.cogeoad.clip import load_clip_encoder
     from icml2026.papers.cogeoad.render import SMALL_VIEWS
