@@ -62,8 +62,11 @@ VISION_VENV ?= .venv-vision
 test-vision:
 	test -x $(VISION_VENV)/bin/python || $(PYTHON) -m venv $(VISION_VENV)
 	$(VISION_VENV)/bin/python -m pip install --quiet torch==2.14.1 torchvision==0.29.1
-	$(VISION_VENV)/bin/python -m pip install --quiet -e ".[dev,vision]" transformers safetensors peft
+	$(VISION_VENV)/bin/python -m pip install --quiet -e ".[dev,vision]" transformers safetensors peft \
+	  scikit-learn scikit-image tifffile einops
 	$(VISION_VENV)/bin/python -m pytest -q -p no:cacheprovider -rs tests/core/test_loaders.py -k "timm or open_clip or vision"
+	$(VISION_VENV)/bin/python -m pytest -q -p no:cacheprovider -rs -m "slow or not slow" \
+	  tests/papers/cogeoad/test_cogeoad_real_parts.py -k clip
 
 bench: $(STAMP)
 	set -e; for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f --quick; done
