@@ -125,14 +125,20 @@ def test_paper_preset_validates_at_the_papers_scale() -> None:
 
 
 @pytest.mark.slow
-def test_paper_preset_starts_on_the_cpu_for_one_step(tmp_path: Path) -> None:
-    sets = ["n_seeds=1", "steps_text=1", "steps_image=1", "steps_mix=1", "encoder_steps=1", "n_eval=10",
-            "n_pairs=10", "n_probe=40", "noise_image=false", "random_encoder=false"]
-    args = [a for s in sets for a in ("--set", s)]
-    proc = subprocess.run(
-        [sys.executable, "-m", "icml2026", "run", "vlm_binding.regimes", "--preset", "paper", *args,
-         "--out", str(tmp_path), "--threads", "1"], capture_output=True, text=True, timeout=900)
-    assert proc.returncode in (1, 4), proc.stderr[-2000:]  # one step learns nothing: a verdict, not a crash
-    (res,) = tmp_path.glob("vlm_binding.regimes/*/results.json")
-    r = json.loads(res.read_text())
-    assert r["config"]["n_layer"] == 12 and r["config"]["n_colours"] == 216
+def test_paper_preset_starts_on_the_cpu_for_one_step() -> None:
+    """The paper's model (12 layers, 768 wide, 216 x 216 x 32 vocabulary) takes one text and one image step here
+    (batch 2: a full batch of 128 at this size is a GPU's work; the whole run is a GPU job, see the card)."""
+    from icml2026.papers.vlm_binding import BindingLM, CellEncoder, Trainer, Vocab, pretrain_encoder
+
+    cfg = registry.get_experiment("vlm_binding.regimes").config("paper")
+    vocab = Vocab(cfg.n_colours, cfg.n_shapes, cfg.n_items, 16)
+    rng = np.random.default_rng(0)
+    enc = CellEncoder(32, 16)
+    pretrain_encoder(enc, vocab, 1, rng, batch_size=32, n_eval=64)
+    model = BindingLM(vocab, enc, torch.Generator().manual_seed(0), n_layer=cfg.n_layer, d_model=cfg.d_model,
+                      n_head=cfg.n_head)
+    assert sum(p.numel() for p in model.parameters() if p.requires_grad) == 85_550_592  # the card's count
+    tr = Trainer(model, lr=cfg.lr)
+    tr.run_stage(1, {"text": 1.0}, (2, cfg.n_id_max), 2, rng)
+    tr.run_stage(1, {"image": 1.0}, (cfg.n_ood_max, cfg.n_ood_max), 2, rng)
+    assert len(tr.losses) == 2 and all(np.isfinite(tr.losses))
