@@ -47,7 +47,6 @@ NAMES_PARAMS = [pytest.param(n, marks=pytest.mark.slow) if n in COSTLY else n fo
 #: which removes it from this list. Nothing may be added to it.
 NOT_YET_CONVERTED = frozenset({
     "cogeoad",
-    "deepsight",
     "probe",
 })
 

@@ -29,7 +29,7 @@ def test_c0_has_the_same_query_tokens_and_no_latent_supervision() -> None:
     batch.latents = torch.as_tensor(r.normal(size=(2, 5, 17, 64)).astype(np.float32))
     p, p0 = c.losses(batch), c0.losses(batch)
     torch.testing.assert_close(p0.total, p0.ce + p0.l1)  # the MSE is computed but weighs nothing
-    assert float(p0.mse) > 0 and float(p.total) > float(p.ce + p.l1)
+    assert p0.mse.item() > 0 and p.total.item() > (p.ce + p.l1).item()
     p0.total.backward()
     assert c0.vis_head.weight.grad is None or float(c0.vis_head.weight.grad.abs().sum()) == 0.0
 
