@@ -8,7 +8,7 @@ ego lane 40-70 m ahead, or the lead vehicle braking hard.
 BEV targets (Sec. 2 of the brief): a numpy rasteriser draws each frame in its own ego frame (3 channels:
 road + lane markings, other vehicles, ego) and :func:`future_bev` warps every future frame into the ego
 frame at time t, as the official code does (rotate by the heading change, translate so that the current
-ego ground point lands at the centre).
+ego ground point lands at the ego's place in the official forward-biased crop, :func:`ego_row`).
 """
 
 from __future__ import annotations
@@ -369,7 +369,8 @@ def rasterize_bev(episode: Episode, t: int, *, size: int = 64, metres_per_px: fl
 def _warp(img: np.ndarray, pose_k: np.ndarray, pose_t: np.ndarray, mpp: float) -> np.ndarray:
     """Resample frame ``img`` (drawn in the ego frame at ``pose_k``) into the ego frame at ``pose_t``.
 
-    Mirrors the official image warp: rotate about the centre by the heading change, translate so that the
+    Mirrors the official image warp (with the ego at its place in the forward-biased crop, :func:`ego_row`):
+    rotate by the heading change, translate so that the
     current ego ground point lands at the centre; nearest-neighbour sampling, zeros outside the source.
     """
     size = img.shape[-1]
