@@ -277,8 +277,10 @@ def train_planner(
     # the linear ego -> waypoint path needs weights of order 1 (e.g. 0.5 a t^2 from the acceleration input):
     # it learns at 10x the rate, else AdamW moves it by only ~lr per step
     lin = {id(p) for p in planner.ego_wp.parameters()}
-    groups = [{"params": [p for p in planner.parameters() if id(p) not in lin]},
-              {"params": list(planner.ego_wp.parameters()), "weight_decay": 0.0}]
+    groups: list[dict[str, Any]] = [
+        {"params": [p for p in planner.parameters() if id(p) not in lin]},
+        {"params": list(planner.ego_wp.parameters()), "weight_decay": 0.0},
+    ]
     opt = torch.optim.AdamW(groups, lr=lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=[lr, 10 * lr], total_steps=max(n_steps, 1),
                                                 pct_start=0.1)
