@@ -162,7 +162,15 @@ EGO_SPEED_INDEX, EGO_SPEED_SCALE = 8, 30.0
 
 
 def constant_velocity_waypoints(ego: torch.Tensor) -> torch.Tensor:
-    """The constant-velocity plan (B, 4, 2): the ego keeps its speed along its heading for t+0.5..t+2 s."""
+    """The constant-velocity plan (B, 4, 2): the ego keeps its speed along its heading for t+0.5..t+2 s.
+
+    ``ego`` is the (B, F) batch of ego-state features (``data.ego_state``, F > the speed's index 8)."""
+    from icml2026.core.validate import BadArgument
+
+    if not isinstance(ego, torch.Tensor) or ego.ndim != 2 or ego.shape[1] <= EGO_SPEED_INDEX:
+        shape = tuple(ego.shape) if isinstance(ego, torch.Tensor) else type(ego).__name__
+        raise BadArgument(f"ego: expected a (batch, features) tensor with more than {EGO_SPEED_INDEX} features "
+                          f"(the speed is feature {EGO_SPEED_INDEX}), got {shape}")
     v = ego[:, EGO_SPEED_INDEX] * EGO_SPEED_SCALE
     t = torch.arange(1, 5, dtype=ego.dtype, device=ego.device) * 0.5
     return torch.stack([v[:, None] * t, torch.zeros_like(v[:, None] * t)], -1)
