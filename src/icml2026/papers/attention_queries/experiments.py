@@ -1,23 +1,7 @@
 """Registered experiments of "Provably Learning Attention with Queries".
 
 The registrations (claims and presets) are here; each experiment's body lives in the package :mod:`.studies`,
-one module per claim:
-
-=============================  ==============================================================================
-module of :mod:`.studies`      claim
-=============================  ==============================================================================
-``exact_recovery``             Method 1: (A, v) exactly from d^2 + d noiseless queries (and retry accounting)
-``low_rank_recovery``          Method 2: a rank-r head with O(rd) queries (adaptive, compressed sensing)
-``noise_tolerance``            Method 3: the error grows linearly in the tolerance tau
-``noisy_bound``                Method 3: the error within its error bar and the a-priori polynomial bound
-``precision_recovery``         float32 / float16 oracles: precision inferred, recovery to it
-``multihead_nonidentifiable``  Method 4: multi-head attention is not identifiable
-``one_layer_reduction``        Method 4: a one-layer Transformer's A and V, given an FFN learner (assumed)
-``pretrained_head``            every head of a real Hugging Face layer (biases included) from queries
-=============================  ==============================================================================
-
-:mod:`.studies._grid` holds the grids and reductions the sweeps share, :mod:`.studies._preconditions` what the
-preconditions measure. The config classes are those of the studies.
+one module per claim (its docstring lists them). The config classes are those of the studies.
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
 """Registered experiments of NeurOCNN (brief criteria 1-6).
 
 The registrations (claims and presets) are here; each experiment's body lives in the package :mod:`.studies`,
-one module per claim:
-
-==================  ==========================================================================================
-``basis``           ``neurocnn.spline_basis``: criterion 1, the spline kernel against scipy
-``layer``           ``neurocnn.layer_invariance``: criterion 2, layer convergence and pooling invariance
-``untrained``       ``neurocnn.model_invariance``: criterion 3, an untrained model's logits across rates
-``protocol``        the zero-shot protocol of criteria 4-6 (``ZeroShotConfig``, training, evaluation)
-``sleep``           ``neurocnn.sleep_zero_shot``: criteria 4-5 on the synthetic sleep-like EEG
-``ecg``             ``neurocnn.ecg_zero_shot``: criterion 6 on synthetic ECG
-``controls``        the constructed arms of the ``planted`` and ``null`` presets (the controls)
-==================  ==========================================================================================
-
-The config classes are those of the studies, imported here.
+one module per claim (its docstring lists them). The config classes are those of the studies, imported here.
 """
 
 from __future__ import annotations
