@@ -8,6 +8,7 @@ each sub-seed draws its own auxiliary and test objects and trains its own prompt
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Literal
 
 import numpy as np
@@ -35,16 +36,17 @@ from .data import (
 from .method import CoGeoAD, Prepared, prepare_objects
 from .metrics import aupro, average_precision, image_auroc, point_auroc
 from .mvtec3d import check_mvtec3d, defect_family, load_mvtec3d, mvtec3d_categories
-from .render import DEFAULT_VIEWS, SMALL_VIEWS, estimate_normals, lift_to_points, render_views
+from .render import DEFAULT_VIEWS, POINTAD_VIEWS, SMALL_VIEWS, estimate_normals, lift_to_points, render_views
 
-ViewSet = Literal["paper", "small"]
+ViewSet = Literal["paper", "nine", "small"]
 SUBSETS = {"colour": COLOUR_DEFECTS, "geometry": GEOMETRY_DEFECTS, "mixed": ("mixed",), "all": DEFECTS}
 #: the defect families of the I-AUROC subsets (every defect counts in "all"; see ``defect_family``)
 FAMILIES = ("colour", "geometry", "mixed", "all")
 
 
 def _views(name: str) -> tuple[tuple[float, float], ...]:
-    return DEFAULT_VIEWS if name == "paper" else SMALL_VIEWS
+    """The paper's 20 views, 9 of them (the 3 x 3 grid of the PointAD-style baseline; the quick preset) or 4."""
+    return {"paper": DEFAULT_VIEWS, "nine": POINTAD_VIEWS}.get(name, SMALL_VIEWS)
 
 
 def _spread(vals: list[float]) -> tuple[float, float, float]:
@@ -203,6 +205,11 @@ class ZeroShotConfig:
         "the geometry image's light, as the official render script does")
     data_per_defect: int = param(0, 0, 100000, help="with data: at most this many samples per category and "
                                  "defect folder (0: all)")
+    control: Literal["none", "planted", "null"] = param(
+        "none", choices=("none", "planted", "null"), help="controls of the comparative fusion check: 'planted' = "
+        "each single stream given the oracle's defect points on a share of the objects of its own defect family "
+        "(the paper's single-stream level), the fused arm their max; 'null' = the same with no oracle for the "
+        "geometry stream (the second stream adds no family); only colour-only and geometry-only are trained")
 
     def __post_init__(self) -> None:
         check_device_name(self.device)
@@ -254,18 +261,7 @@ def _encoder(cfg: ZeroShotConfig, rng: np.random.Generator) -> ImageEncoder:
 
 def _evaluate(model: CoGeoAD, test: list[Prepared]) -> tuple[dict[str, float], np.ndarray, list[np.ndarray]]:
     obj, pts = model.score_many(test)
-    y = np.array([p.cloud.is_anomalous for p in test])
-    res = {}
-    for sub in FAMILIES:
-        idx = [i for i, p in enumerate(test) if p.cloud.defect is None
-               or sub == "all" or defect_family(p.cloud.defect) == sub]
-        # a family absent from a user's folder has no subset: NaN, and its checks are left out
-        res[f"i_auroc_{sub}"] = image_auroc(y[idx], obj[idx]) if 0 < y[idx].sum() < len(idx) else float("nan")
-    res["ap"] = average_precision(y, obj)
-    labels = [p.cloud.labels for p in test]
-    res["p_auroc"] = point_auroc(labels, pts)
-    res["aupro"] = aupro([p.cloud.points for p in test], labels, pts)
-    return res, obj, pts
+    return _scores_metrics(test, obj, pts), obj, pts
 
 
 def _fit_kwargs(cfg: ZeroShotConfig) -> dict[str, Any]:
@@ -308,20 +304,86 @@ def _view_figure(model: CoGeoAD, prep: Prepared) -> Any:
     return fig
 
 
+#: Share of a stream's own-family defective objects whose defect points the planted control sets to the top
+#: score (1): a stream that ranks that share first and the rest at chance has I-AUROC 0.5 + 0.68 / 2 = 0.84 on its
+#: own family, the paper's single-stream level (geometry only 84.3, colour only 83.6 I-AUROC, MVTec3D).
+ORACLE_SHARE = 0.68
+#: the defect families each single stream is given the oracle for in the planted control (mixed: dent + stain)
+_OWN_FAMILIES = {"colour_only": ("colour", "mixed"), "geometry_only": ("geometry", "mixed")}
+#: the arms a control run trains (the fused arm is built from them)
+CONTROL_VARIANTS = ("colour_only", "geometry_only")
+
+
+def _scores_metrics(test: list[Prepared], obj: np.ndarray, pts: list[np.ndarray]) -> dict[str, float]:
+    """I-AUROC per defect family, AP, P-AUROC and AUPRO of object scores ``obj`` and point scores ``pts``."""
+    y = np.array([p.cloud.is_anomalous for p in test])
+    res = {}
+    for sub in FAMILIES:
+        idx = [i for i, p in enumerate(test) if p.cloud.defect is None
+               or sub == "all" or defect_family(p.cloud.defect) == sub]
+        # a family absent from a user's folder has no subset: NaN, and its checks are left out
+        res[f"i_auroc_{sub}"] = image_auroc(y[idx], obj[idx]) if 0 < y[idx].sum() < len(idx) else float("nan")
+    res["ap"] = average_precision(y, obj)
+    labels = [p.cloud.labels for p in test]
+    res["p_auroc"] = point_auroc(labels, pts)
+    res["aupro"] = aupro([p.cloud.points for p in test], labels, pts)
+    return res
+
+
+def _control_arms(
+    pts: dict[str, list[np.ndarray]], test: list[Prepared], control: str, rng: np.random.Generator, top_k: float
+) -> dict[str, tuple[np.ndarray, list[np.ndarray]]]:
+    """The arms of a control run from the trained single streams' point scores ``pts`` (by variant name).
+
+    planted: each stream's scores with the oracle (its defect points set to 1) on a share ``ORACLE_SHARE`` of the
+    test objects whose defect family it sees (``_OWN_FAMILIES``), the fused arm ``cogeoad`` = the point-wise max
+    of the two (the paper's A_point = max(S^Co, S^Geo)); object score = mean of the top ``top_k`` point scores, as
+    :class:`CoGeoAD` scores. null: the same with no oracle for the geometry stream, so that the fused arm gets no
+    family that the colour stream lacks: a gain of the fusion over the best single stream is then noise.
+    """
+    arms: dict[str, tuple[np.ndarray, list[np.ndarray]]] = {}
+    for (name, fams), r in zip(_OWN_FAMILIES.items(), spawn(rng, len(_OWN_FAMILIES)), strict=True):
+        own = [i for i, p in enumerate(test) if p.cloud.defect is not None and defect_family(p.cloud.defect) in fams]
+        # exactly the share, drawn in both presets, so that the colour stream's oracle is the same in both
+        chosen = set(r.permutation(own)[: int(round(ORACLE_SHARE * len(own)))].tolist())
+        on = control == "planted" or name == "colour_only"
+        new = []
+        for i, (p, s) in enumerate(zip(test, pts[name], strict=True)):
+            s = s.copy()
+            if on and i in chosen:
+                s[p.cloud.labels == 1] = 1.0
+            new.append(s)
+        arms[name] = (np.array([_top_mean(s, top_k) for s in new]), new)
+    fused = [np.maximum(c, g) for c, g in zip(arms["colour_only"][1], arms["geometry_only"][1], strict=True)]
+    arms["cogeoad"] = (np.array([_top_mean(s, top_k) for s in fused]), fused)
+    return arms
+
+
+def _top_mean(s: np.ndarray, top_k: float) -> float:
+    k = max(1, int(round(top_k * s.size)))
+    return float(np.sort(s)[-k:].mean())
+
+
 def zero_shot_checks(m: dict[str, float]) -> list[Check]:
-    """The checks of :func:`zero_shot` from its metrics: preconditions first; every comparison (the blindness
-    checks included) only once all preconditions pass."""
-    checks = [
+    """The checks of :func:`zero_shot` from its metrics (those of a control run hold only the fusion's arms).
+
+    Every comparison (the blindness checks included) is a claim behind the preconditions: the run is undecided
+    when one of them fails, whatever the comparisons give.
+    """
+    fin = lambda k: k in m and bool(np.isfinite(m[k]))  # noqa: E731
+    checks = []
+    if "alpha_mean_max" in m:
         # criterion 2 (sum by construction of the softmax; max fails on a collapsed MVA)
-        Check("alpha_sum_error", m["alpha_sum_error_max"], "<= 1e-5"),
-        Check("alpha_mean_max_entropy_reward", m["alpha_mean_max"], "<= 0.5"),
+        checks += [Check("alpha_sum_error", m["alpha_sum_error_max"], "<= 1e-5"),
+                   Check("alpha_mean_max_entropy_reward", m["alpha_mean_max"], "<= 0.5")]
+    checks += [
         # criterion 5
         Check("aux_test_shared_categories", m["shared_categories"], "== 0", paper="unseen categories"),
         # criterion 3's detection targets (a family absent from a user's data folder has no check)
         *[
             Check(f"cogeoad_on_{fam}_defects_i_auroc", m[f"cogeoad_i_auroc_{fam}"], ">= 0.85", paper="—")
             for fam in ("colour", "geometry")
-            if np.isfinite(m[f"cogeoad_i_auroc_{fam}"])
+            if fin(f"cogeoad_i_auroc_{fam}")
         ],
         # preconditions of every comparison below: a detector must detect before its parts are compared
         Check(
@@ -333,31 +395,24 @@ def zero_shot_checks(m: dict[str, float]) -> list[Check]:
     # is MIN_DETECTION_AUROC, fixed with the guard before any run with these checks.
     own = {"geometry_only": "geometry", "colour_only": "colour"}
     for variant, fam in own.items():
-        if np.isfinite(m[f"{variant}_i_auroc_{fam}"]):
+        if fin(f"{variant}_i_auroc_{fam}"):
             checks.append(Check(f"{variant}_on_{fam}_defects_i_auroc", m[f"{variant}_i_auroc_{fam}"],
                                 f">= {MIN_DETECTION_AUROC}", role="precondition"))
-    # Every comparison (fusion over the single streams, criterion 4a, and the two blindness checks of criterion
-    # 3) is evidence only for detectors that detect: checked once every precondition above passes. Below them
-    # they compare near-chance scores (a stream "blind" at 0.50 says nothing when it scores 0.53 on what it
-    # should see) and are reported as metrics; a failed precondition makes the run undecided on every seed.
-    if all(c.passed for c in checks if c.role == "precondition"):
-        if np.isfinite(m["geometry_only_i_auroc_colour"]):
-            # the geometry stream never sees colours, so this fails only if colour leaks into it
-            checks.append(Check("geometry_only_on_colour_defects_i_auroc", m["geometry_only_i_auroc_colour"],
-                                "<= 0.65"))
-        if np.isfinite(m["colour_only_i_auroc_geometry"]):
-            # fails if colour renders carry the geometry (lit colour renders show dents as shading)
-            checks.append(Check("colour_only_on_geometry_defects_i_auroc", m["colour_only_i_auroc_geometry"],
-                                "<= 0.70"))
-        checks += [
-            Check(
-                "fusion_minus_best_single_i_auroc_all",
-                m["fusion_margin_all"],
-                ">= 0.05",
-                paper="87.4 vs 84.3 (geo only) / 83.6 (colour only), MVTec3D",
-            ),
-            Check("msgcf_minus_last_layer_aupro", m["msgcf_aupro_gain"], ">= 0.0", paper="91.9 vs 87.9 (MVTec3D)"),
-        ]
+    # The comparisons are claims: below the preconditions (a stream "blind" at 0.50 says nothing when it scores
+    # 0.53 on what it should see) the run is undecided on every seed, whatever they give.
+    if fin("geometry_only_i_auroc_colour"):
+        # the geometry stream never sees colours, so this fails only if colour leaks into it
+        checks.append(Check("geometry_only_on_colour_defects_i_auroc", m["geometry_only_i_auroc_colour"], "<= 0.65"))
+    if fin("colour_only_i_auroc_geometry"):
+        # fails if colour renders carry the geometry (lit colour renders show dents as shading)
+        checks.append(Check("colour_only_on_geometry_defects_i_auroc", m["colour_only_i_auroc_geometry"], "<= 0.70"))
+    # fusion over the best single stream (criterion 4a's complementarity); its power and false-positive rate
+    # come from the planted / null presets (controls.json)
+    checks.append(Check("fusion_minus_best_single_i_auroc_all", m["fusion_margin_all"], ">= 0.05",
+                        paper="87.4 vs 84.3 (geo only) / 83.6 (colour only), MVTec3D", comparative=True))
+    # MS-CGF - last layer (AUPRO, paper +4.0) is a metric, not a check: with the ~0.1 spread of a variant's
+    # score over initialisations (issue 61) a one-sided test of +0.04 needs ~40 sub-seeds for power 0.8, and a
+    # target ">= 0" passes half the time on two equal arms (false-positive rate 0.5); see the card.
     return checks
 
 #: Presets shared by zero_shot and view_attention (the same training; view_attention evaluates few-view defects).
@@ -365,6 +420,15 @@ _ZS_SMOKE = ZeroShotConfig(
     n_seeds=1, n_points=600, image_size=32, view_set="small", n_aux_categories=1, n_test_categories=1,
     n_aux_normal=1, n_aux_defective=2, n_test_normal=2, pretrain_objects=1, pretrain_steps=2, width=16, depth=2,
     n_steps=2, batch_size=2,
+)
+# Changed for the demo budget (issue 56: the paper's quick presets must stay under ~150 CPU-s together; they took
+# 302 and 263 CPU-s): one sub-seed instead of three (the headline rests on runner seeds 0-2), 9 of the 20 views
+# (the 3 x 3 grid the PointAD-style baseline uses), 2 normal + 4 defective auxiliary and 2 normal test objects per
+# category, 2 pre-training objects per category, 40 pre-training and 30 prompt steps. No result prompted it: the
+# preconditions failed before at the old size (guard 0.51-0.58) and are the same checks at this one.
+_ZS_QUICK = ZeroShotConfig(
+    n_seeds=1, view_set="nine", n_aux_normal=2, n_aux_defective=4, n_test_normal=2, pretrain_objects=2,
+    pretrain_steps=40, n_steps=30,
 )
 _ZS_FULL = ZeroShotConfig(
     n_points=3000, n_aux_normal=8, n_aux_defective=16, n_test_normal=12, n_test_defective=16, pretrain_objects=8,
@@ -379,8 +443,11 @@ _ZS_FULL = ZeroShotConfig(
     "and beats both on the mixed test set), and multi-layer MS-CGF beats the last layer on AUPRO.",
     presets={
         "smoke": _ZS_SMOKE,
-        "quick": ZeroShotConfig(),
+        "quick": _ZS_QUICK,
         "full": _ZS_FULL,
+        # controls of the comparative fusion check: the quick preset with the arms built by construction
+        "planted": dataclasses.replace(_ZS_QUICK, control="planted"),
+        "null": dataclasses.replace(_ZS_QUICK, control="null"),
     },
 )
 def zero_shot(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
@@ -391,13 +458,14 @@ def zero_shot(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
     lit = cfg.colour_render == "lit"
     views = _views(cfg.view_set)
     aux_cats, test_cats = AUX_CATEGORIES[: cfg.n_aux_categories], TEST_CATEGORIES[: cfg.n_test_categories]
+    names = CONTROL_VARIANTS if cfg.control != "none" else VARIANTS
     per: dict[str, list[float]] = {}
     rows: list[dict[str, Any]] = []
     figures: dict[str, Any] = {}
     roc: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     shared = 0
     for s, r in enumerate(track(spawn(r_run, cfg.n_seeds), "zero-shot seeds", total=cfg.n_seeds)):
-        r_aux, r_test, r_fit = spawn(r, 3)
+        r_aux, r_test, r_fit, r_ctl = spawn(r, 4)
         aux = make_dataset(aux_cats, cfg.n_aux_normal, cfg.n_aux_defective, r_aux, n_points=cfg.n_points)
         test = _test_objects(cfg, test_cats, r_test)
         assert_disjoint(aux, test)  # criterion 5 (raises on a violation)
@@ -408,7 +476,11 @@ def zero_shot(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
                 prepare_objects(test, enc, views, lit_colour=lit, desc="test render + encode"),
             )
         }
+        scored: dict[str, tuple[np.ndarray, list[np.ndarray]]] = {}
+        top_k = 0.02
         for name, rv in zip(VARIANTS, spawn(r_fit, len(VARIANTS)), strict=True):
+            if name not in names:
+                continue
             kw = _fit_kwargs(cfg)
             model = make_variant(name, enc, **kw) if name == "pointad" else make_variant(name, enc, views=views, **kw)
             if model.views not in cache and set(model.views) <= set(views):
@@ -423,10 +495,8 @@ def zero_shot(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
                 )
             pa, pt = cache[model.views]
             model.fit(pa, rv)
-            res, obj, _ = _evaluate(model, pt)
-            for k, v in res.items():
-                per.setdefault(f"{name}_{k}", []).append(v)
-            rows.append({"seed": s, "variant": name, **{k: round(v, 3) for k, v in res.items()}})
+            scored[name] = model.score_many(pt)
+            top_k = model.top_k
             if name == "cogeoad":
                 maxes = [max(float(a.max()) for a in model.view_weights(p).values()) for p in pt]
                 sums = [max(abs(float(a.sum()) - 1) for a in model.view_weights(p).values()) for p in pt[:5]]
@@ -435,6 +505,15 @@ def zero_shot(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
                 if s == 0:
                     defective = [p for p in pt if p.cloud.defect == "mixed"] or [p for p in pt if p.cloud.is_anomalous]
                     figures["views_cogeoad"] = _view_figure(model, defective[0])
+        pt = cache[views][1]
+        if cfg.control != "none":
+            scored = _control_arms({k: v[1] for k, v in scored.items()}, pt, cfg.control, r_ctl, top_k)
+        for name in (v for v in VARIANTS if v in scored):
+            obj, pts = scored[name]
+            res = _scores_metrics(pt, obj, pts)
+            for k, v in res.items():
+                per.setdefault(f"{name}_{k}", []).append(v)
+            rows.append({"seed": s, "variant": name, **{k: round(v, 3) for k, v in res.items()}})
             if s == 0:
                 y = np.array([p.cloud.is_anomalous for p in pt])
                 from sklearn.metrics import roc_curve
@@ -446,9 +525,10 @@ def zero_shot(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
     m["fusion_margin_all"] = m["cogeoad_i_auroc_all"] - max(
         m["colour_only_i_auroc_all"], m["geometry_only_i_auroc_all"]
     )
-    m["msgcf_aupro_gain"] = m["cogeoad_aupro"] - m["last_layer_aupro"]
-    gains = [a - b for a, b in zip(per["cogeoad_aupro"], per["last_layer_aupro"], strict=True)]
-    m["msgcf_aupro_gain_min"], m["msgcf_aupro_gain_max"] = min(gains), max(gains)
+    if "last_layer_aupro" in per:
+        m["msgcf_aupro_gain"] = m["cogeoad_aupro"] - m["last_layer_aupro"]
+        gains = [a - b for a, b in zip(per["cogeoad_aupro"], per["last_layer_aupro"], strict=True)]
+        m["msgcf_aupro_gain_min"], m["msgcf_aupro_gain_max"] = min(gains), max(gains)
     checks = zero_shot_checks(m)
     fig, ax = new_figure("Object-level ROC, mixed test set (sub-seed 0)", "false positive rate", "true positive rate")
     for name, (fpr, tpr) in roc.items():
@@ -457,10 +537,11 @@ def zero_shot(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
     ax.legend(fontsize=7)
     figures["roc"] = fig
     fig2, ax2 = new_figure("I-AUROC per defect family (mean over sub-seeds)", "variant", "I-AUROC")
-    x = np.arange(len(VARIANTS))
+    shown = [v for v in VARIANTS if f"{v}_i_auroc_all" in m]
+    x = np.arange(len(shown))
     for j, sub in enumerate(("colour", "geometry", "mixed", "all")):
-        ax2.bar(x + 0.2 * (j - 1.5), [m[f"{v}_i_auroc_{sub}"] for v in VARIANTS], 0.2, label=sub)
-    ax2.set_xticks(x, list(VARIANTS), fontsize=6, rotation=20)
+        ax2.bar(x + 0.2 * (j - 1.5), [m[f"{v}_i_auroc_{sub}"] for v in shown], 0.2, label=sub)
+    ax2.set_xticks(x, shown, fontsize=6, rotation=20)
     ax2.axhline(0.5, color="k", lw=0.6, ls=":")
     ax2.legend(fontsize=7)
     figures["complementarity"] = fig2
@@ -507,11 +588,11 @@ def few_view_objects(
 @experiment(
     "cogeoad.view_attention",
     claim="Data-driven multi-view attention (MVA) with the entropy reward does not collapse onto one view "
-    "(mean max alpha <= 0.5) and is at least as good as uniform view averaging when each defect is visible "
-    "from at most a third of the views.",
+    "(mean max alpha <= 0.5) and detects defects visible from at most a third of the views; MVA against "
+    "uniform view averaging is reported (a +0.012 I-AUROC gain in the paper, below the noise at CPU scale).",
     presets={
         "smoke": _ZS_SMOKE,
-        "quick": ZeroShotConfig(),
+        "quick": _ZS_QUICK,
         "full": _ZS_FULL,
     },
 )
@@ -519,6 +600,9 @@ def view_attention(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
     if cfg.data:  # its few-view defects are placed by construction; a user's scans carry no such guarantee
         raise BadInput("data: cogeoad.view_attention builds its few-view defects procedurally; run a data folder "
                        "with cogeoad.zero_shot")
+    if cfg.control != "none":
+        raise BadInput("control: cogeoad.view_attention has no comparative check; the controls are "
+                       "cogeoad.zero_shot's")
     r_pre, r_run = spawn(rng, 2)
     enc = _encoder(cfg, r_pre)
     lit = cfg.colour_render == "lit"
@@ -562,15 +646,9 @@ def view_attention(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
         Check("guard_mva_i_auroc_few_view", m["mva_reward_i_auroc_few_view"], f">= {MIN_DETECTION_AUROC}",
               role="precondition"),
     ]
-    if m["mva_reward_i_auroc_few_view"] >= MIN_DETECTION_AUROC:
-        checks.append(
-            Check(
-                "mva_minus_uniform_i_auroc_few_view",
-                m["mva_minus_uniform_i_auroc"],
-                ">= 0.0",
-                paper="86.2 -> 87.4 I-AUROC with MVA (MVTec3D)",
-            )
-        )
+    # MVA - uniform (paper +0.012 I-AUROC) is a metric, not a check: the spread of one variant's score over
+    # initialisations is ~0.1 (issue 61: identical uniform weights, 0.474 vs 0.584), so a one-sided test of that
+    # gain has no power at any sub-seed count this budget allows, and ">= 0" passes half the time on equal arms.
     fig, ax = new_figure("Mean max view weight by entropy setting", "variant", "mean max_k alpha_k")
     names = [k for k, v in variants.items() if v is not None]
     ax.bar(range(len(names)), [m[f"{k}_alpha_mean_max"] for k in names])
