@@ -33,6 +33,7 @@ from .data import (
     make_dataset,
     make_object,
 )
+from .eyecandies import check_eyecandies, is_eyecandies, load_eyecandies
 from .method import CoGeoAD, Prepared, prepare_objects
 from .metrics import aupro, average_precision, image_auroc, point_auroc
 from .mvtec3d import check_mvtec3d, defect_family, load_mvtec3d, mvtec3d_categories
@@ -198,13 +199,14 @@ class ZeroShotConfig:
                          "encoder, its text tower's zero-shot prompts as the prototypes; renders at its input size "
                          "(image_size, patch, width, depth and the pre-training are then unused); empty: the "
                          "tiny ViT pre-trained here")
-    data: str = param("", help="a folder in the MVTec 3D-AD layout (<category>/test/<defect>/{xyz,rgb,gt}) "
-                      "whose test split replaces the procedural test objects; empty: procedural objects")
+    data: str = param("", help="a folder in the MVTec 3D-AD layout (<category>/test/<defect>/{xyz,rgb,gt}) or the "
+                      "Eyecandies layout (<Category>/test_public/data/<id>_{depth,image_0,mask}.png + "
+                      "_info_depth.yaml) whose test split replaces the procedural test objects; empty: procedural")
     colour_render: Literal["unlit", "lit"] = param(
         "unlit", choices=("unlit", "lit"), help="colour images: raw RGB (our default, a deviation) or lit with "
         "the geometry image's light, as the official render script does")
     data_per_defect: int = param(0, 0, 100000, help="with data: at most this many samples per category and "
-                                 "defect folder (0: all)")
+                                 "defect folder (Eyecandies: per category; 0: all)")
     control: Literal["none", "planted", "null"] = param(
         "none", choices=("none", "planted", "null"), help="controls of the comparative fusion check: 'planted' = "
         "each single stream given the oracle's defect points on a share of the objects of its own defect family "
@@ -217,7 +219,7 @@ class ZeroShotConfig:
             from icml2026.core.loaders import check_model_path
 
             check_model_path(self.encoder, key="encoder", kinds=("open_clip",))
-        if self.data:
+        if self.data and not is_eyecandies(self.data):
             mvtec3d_categories(self.data, key="data")
         if self.image_size % self.patch:
             raise ValueError(f"image_size = {self.image_size}: must be a multiple of patch = {self.patch}")
@@ -273,7 +275,9 @@ def _fit_kwargs(cfg: ZeroShotConfig) -> dict[str, Any]:
 
 
 def _test_objects(cfg: ZeroShotConfig, test_cats: tuple[str, ...], rng: np.random.Generator) -> list[PointCloud]:
-    """The procedural test set, or the test split of the user's MVTec 3D-AD-style folder (``cfg.data``)."""
+    """The procedural test set, or the test split of the user's MVTec 3D-AD- or Eyecandies-style folder."""
+    if cfg.data and is_eyecandies(cfg.data):
+        return load_eyecandies(cfg.data, n_points=cfg.n_points, rng=rng, per_category=cfg.data_per_defect)
     if cfg.data:
         return load_mvtec3d(cfg.data, split="test", n_points=cfg.n_points, rng=rng, per_defect=cfg.data_per_defect)
     return make_dataset(test_cats, cfg.n_test_normal, cfg.n_test_defective, rng, n_points=cfg.n_points)
@@ -451,7 +455,9 @@ _ZS_FULL = ZeroShotConfig(
     },
 )
 def zero_shot(cfg: ZeroShotConfig, rng: np.random.Generator) -> Outcome:
-    if cfg.data:  # every file and shape of the user's folder, before any work
+    if cfg.data and is_eyecandies(cfg.data):  # every file of the user's folder, before any work
+        check_eyecandies(cfg.data, per_category=cfg.data_per_defect, key="data")
+    elif cfg.data:  # every file and shape of the user's folder, before any work
         check_mvtec3d(cfg.data, split="test", per_defect=cfg.data_per_defect, key="data")
     r_pre, r_run = spawn(rng, 2)
     enc = _encoder(cfg, r_pre)
