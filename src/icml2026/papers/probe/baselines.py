@@ -19,7 +19,7 @@ from icml2026.core.validate import finite_number, positive_int
 
 from .detector import Detector
 from .generators import DiffusionGenerator, check_images, to_tensor
-from .method import ProbeConfig, ProbeResult, _check_pair, _FrozenCritic, random_lora
+from .method import LORA_TARGETS, ProbeConfig, ProbeResult, _check_pair, _FrozenCritic, random_lora
 
 __all__ = [
     "extra_standard_samples",
@@ -103,7 +103,7 @@ def random_lora_buffer(
     out = []
     for norm, r in zip(probe.dump_norms, spawn(rng, len(probe.dump_norms)), strict=True):
         r_lora, r_noise = spawn(r, 2)
-        lora = random_lora(generator.unet, cfg.rank, norm, r_lora)
+        lora = random_lora(generator.unet, cfg.rank, norm, r_lora, getattr(generator, "lora_targets", LORA_TARGETS))
         out.append(generator.sample_from(generator.noise(cfg.n_dump, r_noise), lora))
     return np.concatenate(out)
 

@@ -199,7 +199,9 @@ def frechet_distance(a: np.ndarray, b: np.ndarray) -> float:
     if len(a) < 2 or len(b) < 2:
         raise ValueError("a, b: need at least 2 rows each")
     mu1, mu2 = a.mean(0), b.mean(0)
-    s1, s2 = np.cov(a, rowvar=False), np.cov(b, rowvar=False)
+    # a ridge of 1e-6 keeps sqrtm defined when a feature is constant (a ReLU unit that never fires)
+    eye = 1e-6 * np.eye(a.shape[1])
+    s1, s2 = np.cov(a, rowvar=False) + eye, np.cov(b, rowvar=False) + eye
     covmean = linalg.sqrtm(s1 @ s2)
     covmean = np.real(covmean)
     return float(max(0.0, ((mu1 - mu2) ** 2).sum() + np.trace(s1) + np.trace(s2) - 2 * np.trace(covmean)))

@@ -5,7 +5,13 @@ weights phi frozen; x_0 = DDIM(x_T; phi + Delta-phi) with backprop through the l
 
     min_{Delta-phi}  L_probe + lambda * L_prec,
     L_probe = BCE(D_theta(x_0), real) = softplus(D_theta(x_0))                      (the "judgment reward")
-    L_prec  = || x_0(phi + Delta-phi; x_T) - x_0(phi; x_T) ||^2   (per image, same x_T)   *[assumed form]*
+    L_prec  = (64 / S^2) || x_0(phi + Delta-phi; x_T) - x_0(phi; x_T) ||^2   (same x_T)   *[assumed form]*
+
+L_prec is per pixel location (the squared difference summed over channels, averaged over the S x S
+locations, times 64): lambda weighs every pixel the same at any image size, and lambda = 1 at 8x8 is the
+earlier per-image sum. # Deviation (issue 60): summed over pixels, L_prec's weight grew 4x from 8x8 to
+16x16 at a fixed lambda, and at 16x16 the critic stopped steering (buffer hardness 0.898 vs 0.894 on
+standard samples).
 
 with the detector frozen (eval mode, no parameter gradients). Every ``dump_every`` updates the current
 generator's samples go to the boundary-induced buffer B (the whole trajectory, mild to strong); the LoRA
@@ -36,7 +42,9 @@ __all__ = [
     "ProbeConfig",
     "ProbeResult",
     "RefineConfig",
+    "PREC_REF_AREA",
     "add_lora",
+    "prec_loss",
     "lora_parameters",
     "lora_delta_norm",
     "probe_generator",
@@ -127,7 +135,19 @@ class RefineConfig:
         finite_number(self.lr, "lr", lo=0.0, lo_open=True)
 
 
-def add_lora(unet: nn.Module, rank: int, rng: np.random.Generator) -> nn.Module:
+#: L_prec's reference area: the per-location mean is scaled by 64 (an 8x8 image), see the module docstring.
+PREC_REF_AREA = 64
+
+
+def prec_loss(x0: torch.Tensor, x0_base: torch.Tensor) -> torch.Tensor:
+    """L_prec per pixel location: squared difference summed over channels, mean over locations, x 64, batch mean.
+
+    The same pixel-wise change gives the same L_prec at any image size (a 2x nearest-upsampled pair of
+    images scores what the original pair scores)."""
+    return (x0 - x0_base).pow(2).sum(1).mean((1, 2)).mean() * PREC_REF_AREA
+
+
+def add_lora(unet: nn.Module, rank: int, rng: np.random.Generator, targets: str = LORA_TARGETS) -> nn.Module:
     """A deep copy of ``unet`` with ``peft`` LoRA adapters on :data:`LORA_TARGETS`; the base is untouched.
 
     A is drawn from ``rng`` (Kaiming-uniform, as peft does), B = 0, so the copy starts equal to the base.
@@ -139,7 +159,7 @@ def add_lora(unet: nn.Module, rank: int, rng: np.random.Generator) -> nn.Module:
     model = copy.deepcopy(unet)
     with torch.random.fork_rng(devices=[]):  # peft initialises from torch's global RNG: keep it untouched
         inject_adapter_in_model(
-            LoraConfig(r=rank, lora_alpha=rank, target_modules=LORA_TARGETS, lora_dropout=0.0), model
+            LoraConfig(r=rank, lora_alpha=rank, target_modules=targets, lora_dropout=0.0), model
         )
     for p in model.parameters():
         p.requires_grad_(False)
@@ -173,10 +193,12 @@ def lora_delta_norm(model: nn.Module) -> float:
         return float(np.sqrt(sum(float(m.get_delta_weight("default").pow(2).sum()) for m in _lora_layers(model))))
 
 
-def random_lora(unet: nn.Module, rank: int, norm: float, rng: np.random.Generator) -> nn.Module:
+def random_lora(
+    unet: nn.Module, rank: int, norm: float, rng: np.random.Generator, targets: str = LORA_TARGETS
+) -> nn.Module:
     """Control B4: a LoRA copy of ``unet`` with a random direction (Gaussian A and B) of total norm ``norm``."""
     norm = finite_number(norm, "norm", lo=0.0)
-    model = add_lora(unet, rank, rng)
+    model = add_lora(unet, rank, rng, targets)
     g = torch_generator(rng)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -210,14 +232,20 @@ class _FrozenCritic:
 
 
 def _check_pair(generator: object, detector: object) -> None:
-    if not isinstance(generator, DiffusionGenerator) or generator.sampler != "ddim":
-        raise TypeError(f"generator: expected a DDIM DiffusionGenerator, got {type(generator).__name__}")
+    from .real_parts import StableDiffusionGenerator
+
+    ok = isinstance(generator, StableDiffusionGenerator) or (
+        isinstance(generator, DiffusionGenerator) and generator.sampler == "ddim"
+    )
+    if not ok:
+        raise TypeError(f"generator: expected a DDIM DiffusionGenerator or a StableDiffusionGenerator, "
+                        f"got {type(generator).__name__}")
     if not isinstance(detector, Detector):
         raise TypeError(f"detector: expected a Detector, got {type(detector).__name__}")
 
 
 def probe_generator(
-    generator: DiffusionGenerator, detector: Detector, cfg: ProbeConfig, rng: np.random.Generator
+    generator: Any, detector: Detector, cfg: ProbeConfig, rng: np.random.Generator
 ) -> ProbeResult:
     """Stage 1 of PROBE: steer LoRA adapters on the seen DDPM against the frozen detector; fill the buffer.
 
@@ -242,7 +270,7 @@ def probe_generator(
     with _FrozenCritic(detector) as critic:
         for restart, r in enumerate(spawn(rng, cfg.n_restarts)):
             r_init, r_noise, r_dump = spawn(r, 3)
-            lora = add_lora(base_unet, cfg.rank, r_init)
+            lora = add_lora(base_unet, cfg.rank, r_init, getattr(generator, "lora_targets", LORA_TARGETS))
             params = lora_parameters(lora)
             opt = torch.optim.Adam(params, lr=cfg.lr)
             b_factors = [p for n, p in lora.named_parameters() if "lora_B" in n]
@@ -256,7 +284,7 @@ def probe_generator(
                 logit = critic(x0)
                 l_probe = nn.functional.softplus(logit).mean()  # BCE(D(x_0), label real = 0)
                 if cfg.prec == "pixel":
-                    l_prec = (x0 - x0_base).pow(2).sum((1, 2, 3)).mean()
+                    l_prec = prec_loss(x0, x0_base)
                 else:
                     l_prec = sum(
                         (m.get_delta_weight("default").pow(2).sum() for m in _lora_layers(lora)), torch.zeros(())
