@@ -1,6 +1,6 @@
 """The ``device`` field of PROBE's experiments: CPU runs, the meta device carries shapes through the torch models
 (seen and unseen UNets, the detector, VAE, DCGAN and AE networks), bad names are refused, and a missing CUDA device
-is a missing dependency (exit 3), not a crash. The Frechet realism features stay on the CPU (a fixed metric)."""
+is a missing dependency (exit 3), not a crash. The realism feature space stays on the CPU (a fixed instrument)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,10 @@ D_theta                     :class:`Detector` (``net_`` logit; label 1 = fake)
 G_phi, phi                  the seen :class:`DiffusionGenerator` (``UNet2DModel`` + DDIM), ``generator.unet``
 Delta-phi                   ``peft`` LoRA adapters on a copy of the UNet (:func:`add_lora`)
 L_probe                     softplus(D_theta(x_0)) = BCE(D(x_0), real)
-L_prec, lambda              pixel distance to the base sample at the same x_T (+ mu ||B||^2); ``ProbeConfig.lam``
+L_prec, lambda              per-pixel distance to the base sample at the same x_T (:func:`prec_loss`, + mu ||B||^2);
+                            ``ProbeConfig.lam``
+realism                     Frechet distance in a trained real-vs-noise feature space (:class:`RealismSpace`)
+SD / ResNet-50 / DINOv2     :class:`StableDiffusionGenerator`, :class:`PretrainedDetector`, :func:`load_image_folder`
 K                           ``ProbeConfig.grad_steps`` (truncated backprop through the last K DDIM steps)
 B (sample buffer)           ``ProbeResult.buffer``
 Stage 1 / Stage 2           :func:`probe_generator` / :func:`refine_detector`
@@ -30,7 +33,7 @@ from .baselines import (
     random_lora_buffer,
 )
 from .data import digit_images, load_reals, real_crops
-from .detector import Detector, balanced_accuracy, frechet_distance, realism_distance, realism_features
+from .detector import Detector, balanced_accuracy, frechet_distance
 from .generators import (
     AEReconstructor,
     DCGANGenerator,
@@ -48,10 +51,13 @@ from .method import (
     add_lora,
     lora_delta_norm,
     lora_parameters,
+    prec_loss,
     probe_generator,
     random_lora,
     refine_detector,
 )
+from .real_parts import PretrainedDetector, StableDiffusionGenerator, load_image_folder
+from .realism import SEEN_BAR, RealismSpace, matched_noise
 
 __all__ = [
     "LORA_TARGETS",
@@ -80,8 +86,13 @@ __all__ = [
     "random_lora",
     "random_lora_buffer",
     "real_crops",
-    "realism_distance",
-    "realism_features",
+    "RealismSpace",
+    "SEEN_BAR",
+    "matched_noise",
+    "PretrainedDetector",
+    "StableDiffusionGenerator",
+    "load_image_folder",
+    "prec_loss",
     "refine_detector",
     "seen_unet",
     "unseen_unet",

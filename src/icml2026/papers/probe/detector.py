@@ -1,4 +1,4 @@
-"""The detector (a small ResNet-style CNN), balanced accuracy, and the realism (Frechet) distance.
+"""The detector (a small ResNet-style CNN), balanced accuracy, and the Frechet distance (realism: ``realism.py``).
 
 Label 1 = fake, 0 = real (the paper's convention); ``predict_proba`` returns p(fake).
 """
@@ -19,7 +19,7 @@ from icml2026.core.validate import as_array, as_labels, finite_number, positive_
 
 from .generators import check_images, to_tensor
 
-__all__ = ["Detector", "balanced_accuracy", "realism_features", "frechet_distance", "realism_distance"]
+__all__ = ["Detector", "balanced_accuracy", "frechet_distance"]
 
 
 class _Block(nn.Module):
@@ -164,30 +164,6 @@ def balanced_accuracy(y_true: object, p_fake: object, threshold: float = 0.5) ->
     return float(0.5 * ((pred[y == 0] == 0).mean() + (pred[y == 1] == 1).mean()))
 
 
-def _feature_net(channels: int) -> nn.Module:
-    # A frozen random CNN with a FIXED seed (never the run's seed): the same feature space in every run.
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(20260101)
-        net = nn.Sequential(nn.Conv2d(channels, 32, 3, 1, 1), nn.ReLU(), nn.Conv2d(32, 48, 3, 2, 1), nn.ReLU())
-    for p in net.parameters():
-        p.requires_grad_(False)
-    return net.eval()
-
-
-_FEATURE_NETS: dict[int, nn.Module] = {}
-
-
-def realism_features(x: np.ndarray) -> np.ndarray:
-    """Features of a frozen, fixed-seed random CNN: per-channel mean and std of its last map (96-D)."""
-    x = check_images(x, "x")
-    net = _FEATURE_NETS.get(x.shape[1])
-    if net is None:
-        net = _FEATURE_NETS.setdefault(x.shape[1], _feature_net(x.shape[1]))
-    with torch.no_grad():
-        h = net(to_tensor(x))
-        return torch.cat([h.mean((2, 3)), h.std((2, 3))], 1).numpy().astype(np.float64)
-
-
 def frechet_distance(a: np.ndarray, b: np.ndarray) -> float:
     """Frechet distance between Gaussians fitted to the rows of ``a`` and ``b`` (FID formula)."""
     from scipy import linalg
@@ -205,10 +181,3 @@ def frechet_distance(a: np.ndarray, b: np.ndarray) -> float:
     covmean = linalg.sqrtm(s1 @ s2)
     covmean = np.real(covmean)
     return float(max(0.0, ((mu1 - mu2) ** 2).sum() + np.trace(s1) + np.trace(s2) - 2 * np.trace(covmean)))
-
-
-def realism_distance(real: np.ndarray, fake: np.ndarray) -> float:
-    """The brief's realism metric: Frechet distance of :func:`realism_features` between real and fake."""
-    real = as_array(real, "real", ndim=4)
-    fake = as_array(fake, "fake", ndim=4)
-    return frechet_distance(realism_features(real), realism_features(fake))
