@@ -102,6 +102,7 @@ def renderer(cfg: RendererConfig, rng: np.random.Generator) -> Outcome:
         sphere = make_object("sphere", r_s, None, n_points=cfg.n_points, jitter_deg=0.0)
         # alignment probe: colours that encode the point id (16 levels per channel, 4096 ids)
         n = sphere.n_points
+        put("probe_points", n)
         ids = np.arange(n)
         code = np.stack([ids % 16, (ids // 16) % 16, ids // 256], 1) / 15.0
         probe = sphere.with_colours(code)
@@ -145,6 +146,7 @@ def renderer(cfg: RendererConfig, rng: np.random.Generator) -> Outcome:
             inter += int((rec & gt).sum())
             union += int((rec | gt).sum())
         put("mask_backprojection_iou", inter / max(union, 1))
+        put("defect_points_seen", union)
         # permuting colours leaves every geometry image bit-identical
         perm = sphere.with_colours(sphere.colours[r_p.permutation(n)])
         g0 = render_views(sphere, views, cfg.image_size, normals=nrm).geometry
@@ -152,6 +154,10 @@ def renderer(cfg: RendererConfig, rng: np.random.Generator) -> Outcome:
         put("geometry_change_under_colour_permutation", float(np.abs(g0 - g1).max()))
     m = _summarise(per)
     checks = [
+        # preconditions: the id-coded probe gives every point its own colour (16^3 codes), and the defective
+        # objects have defect points that some view sees (an IoU over an empty set means nothing)
+        Check("probe_ids_distinct", m["probe_points_max"], "<= 4096", role="precondition"),
+        Check("defect_points_seen", m["defect_points_seen_min"], ">= 1", role="precondition"),
         # fails if the two modalities came from different projections (e.g. a jittered camera for one)
         Check("alignment_agreement", m["alignment_agreement_min"], ">= 0.999", paper="pixel-aligned pairs"),
         # fails without the z-buffer (every point visible): the back half would be ~100% visible
