@@ -51,9 +51,10 @@ def sd_pipeline(folder: Path) -> Path:
     )
     text = transformers.CLIPTextModel(transformers.CLIPTextConfig(
         vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-        max_position_embeddings=8, projection_dim=16))
+        max_position_embeddings=8, projection_dim=16, bos_token_id=0, eos_token_id=1, pad_token_id=1))
     sched = diffusers.DDIMScheduler(num_train_timesteps=100, beta_schedule="scaled_linear", beta_start=0.00085,
-                                    beta_end=0.012, clip_sample=False, set_alpha_to_one=False)
+                                    beta_end=0.012, clip_sample=False, set_alpha_to_one=False,
+                                    steps_offset=1)
     pipe = diffusers.StableDiffusionPipeline(vae=vae, text_encoder=text, tokenizer=_tokenizer(folder / "_tok"),
                                              unet=unet, scheduler=sched, safety_checker=None,
                                              feature_extractor=None, requires_safety_checker=False)
@@ -128,7 +129,7 @@ def test_one_probe_round_on_real_parts_from_the_command_line(tmp_path: Path) -> 
     sd, det, data = sd_pipeline(tmp_path), dinov2(tmp_path), png_folder(tmp_path)
     out = tmp_path / "runs"
     code = main(["run", "probe.headline", "--preset", "smoke", "--set", f"generator={sd}", "--set",
-                 f"detector={det}", "--set", f"data={data}", "--set", "n_eval=8", "--threads", "1",
+                 f"detector={det}", "--set", f"data={data}", "--threads", "1",
                  "--out", str(out)])
     assert code in (0, 1, 4)  # a verdict (random weights need not reproduce anything)
     (res,) = out.glob("probe.headline/smoke-seed0-*/results.json")
