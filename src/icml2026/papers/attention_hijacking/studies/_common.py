@@ -117,8 +117,8 @@ class AHConfig:
                                  "labels, unpinned slot)")
     n_strip: int = param(100, 10, 853, help="test inputs given to STRIP")
     strip_perturb: int = param(8, 2, 32, help="STRIP perturbed copies per input")
-    n_onion: int = param(100, 4, 853, help="triggered, clean test and clean validation inputs given to ONION (each; "
-                         "at most n_strip: they are STRIP's)")
+    n_onion: int = param(100, 0, 853, help="triggered, clean test and clean validation inputs given to ONION (each; "
+                         "at most n_strip: they are STRIP's); 0: ONION is not run (the quick presets)")
     onion_lm_steps: int = param(600, 1, 20000, help="ONION's causal LM: pre-training steps on IMDB text (fixed seed "
                                 "0: a checkpoint, cached like the encoder)")
     onion_removal: float = param(0.05, 0.0, 1.0, help="ONION's calibrated threshold removes this fraction of clean "
@@ -161,10 +161,22 @@ _BASE_LR_INIT: float = DistillConfig.lr_init
 # 1,000 training and 200 test sentences, 3 victims, STRIP on 20 inputs, ONION's LM 200 steps): the preconditions make
 # every quick run undecided (clean DD does not leave chance in 200 steps either), so quick is a path check, and the
 # lead measured up to 152 s a run on the shared cores.
-_QUICK: dict[str, Any] = dict(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=100, n_learners=3, n_train=1000,
-                              n_test=200, n_strip=20, strip_perturb=4, search_every=20, lr=0.1, baselines=0,
-                              lr_init=_BASE_LR_INIT, n_onion=10, onion_lm_steps=200, batch_size=16, seq_len=32,
-                              workers=2)
+#: The quick presets of 2026-12-07 (issue 65): the control presets are still built from them (their stored powers and
+#: false-positive rates were measured on them), the quick presets are smaller since (below).
+_QUICK_ISSUE65: dict[str, Any] = dict(mlm_steps=1000, mlm_batch=32, n_seeds=3, n_steps=100, n_learners=3, n_train=1000,
+                                      n_test=200, n_strip=20, strip_perturb=4, search_every=20, lr=0.1, baselines=0,
+                                      lr_init=_BASE_LR_INIT, n_onion=10, onion_lm_steps=200, batch_size=16, seq_len=32,
+                                      workers=2)
+# Deviation: since issue 56 (2026-12-07, the `make demo` budget: the eight quick presets had cost 1,657 CPU-s on one
+# thread, 139-445 s each, against ~40 s each that the demo's 25 minutes on 2 cores leave), the quick presets are a
+# cheaper path check: 2 distillation seeds (the least a bound over seeds needs), 30 outer steps, 2 victims, 500
+# training and 200 test sentences, STRIP on 10 inputs with 2 copies, no ONION (its causal LM's pre-training alone
+# cost ~86 CPU-s; smoke and full run it), the [CLS]-only last layer, and one process (worker processes each load
+# torch and the encoder again). The encoder stays the full presets' 1,000-step MLM "checkpoint" (built once, ~300
+# CPU-s, then read from CACHE_DIR by every run): a 400-step, batch-8 encoder gave no hijack at all (CLS mass on "cf"
+# 0.05 at 60 outer steps, 2 seeds, against 0.87-0.98 with this one), so `ablation` could not be decided with it.
+_QUICK: dict[str, Any] = {**_QUICK_ISSUE65, "n_seeds": 2, "n_steps": 30, "n_learners": 2, "n_train": 500,
+                          "n_strip": 10, "strip_perturb": 2, "n_onion": 0, "cls_only_last_layer": 1, "workers": 1}
 
 
 #: Pre-trained encoders are cached here, shared by runs and seeds (a paper's data cache; the report skips it).

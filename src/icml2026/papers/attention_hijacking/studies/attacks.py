@@ -91,7 +91,8 @@ class _AttackGrid:
         out: list[Job] = [((tag, s, name), _set_job, (self.data, s, name, make[name], ev[name],
                                                       rp if name == "ah" else None))
                           for s, (make, ev, _, rp) in enumerate(self.streams) for name in self.names]
-        out.append(((tag, "onion"), _onion_inputs, (cfg, self.strip_texts, self.strip_test, self.strip_val)))
+        if cfg.n_onion:  # 0: no ONION (the quick presets: its causal LM's pre-training would dominate their cost)
+            out.append(((tag, "onion"), _onion_inputs, (cfg, self.strip_texts, self.strip_test, self.strip_val)))
         return out
 
     def finish(self, results: dict[Any, Any], tag: Any = None) -> tuple[dict[str, float], list[dict]]:
@@ -100,8 +101,8 @@ class _AttackGrid:
         g = self.data
         cfg, trigger = g.cfg, g.trigger
         factory = _factory(cfg)
-        # a control's run measures its comparative checks only: no defences
-        onion: _OnionInputs | None = None if cfg.control != "none" else results[(tag, "onion")]
+        # a control's run measures its comparative checks only: no defences (and no ONION with n_onion = 0)
+        onion: _OnionInputs | None = results[(tag, "onion")] if cfg.control == "none" and cfg.n_onion else None
         per: dict[str, list[float]] = {}
         rows: list[dict] = []
         for s, (_, _, rs, _) in enumerate(self.streams):
@@ -116,7 +117,7 @@ class _AttackGrid:
             for k in ("cta", "balanced_cta"):  # paired per seed
                 per.setdefault(f"ah_{k}_gain", []).append(per[f"ah_{k}"][-1] - per[f"clean_{k}"][-1])
             rows.append(row)
-            if onion is None:  # a control
+            if cfg.control != "none":  # a control
                 continue
             # AH's victims (fresh ones) on the same test inputs with the trigger at fixed position 1 (reported)
             _put(per, "ah_pos1", results[(tag, s, "ah")][2])
@@ -130,12 +131,8 @@ class _AttackGrid:
                 per.setdefault(f"{name}_strip_frr", []).append(st.false_rejection_rate)
                 per.setdefault(f"{name}_strip_asr_after", []).append(st.asr_after)
                 row[f"{name}_strip_det"] = round(st.detection_rate, 3)
-                # ONION in front of the same victim, at both thresholds (the filtered texts are shared)
-                for otag, (f_trig, f_clean, thr) in onion.filtered.items():
-                    od = onion_defence(factory, victim, trigger, onion.triggered, f_trig, onion.clean.texts,
-                                       onion.clean.labels, f_clean, TARGET, threshold=thr, seq_len=cfg.seq_len)
-                    for k in ("trigger_removed", "asr_after", "cta_before", "cta_after"):
-                        per.setdefault(f"{name}_{otag}_{k}", []).append(float(getattr(od, k)))
+                if onion is not None:  # ONION in front of the same victim, at both thresholds (shared filtering)
+                    _onion_rows(per, name, onion, factory, victim, trigger, cfg.seq_len)
         m = _agg(per)
         # what a linear head on the frozen encoder reads (clean DD's precondition)
         m["linear_probe_cta"] = linear_probe_accuracy(factory, g.train, g.test, seq_len=cfg.seq_len)
@@ -181,6 +178,16 @@ def _onion_inputs(cfg: AHConfig, triggered: list[str], clean: TextDataset, val: 
     thresholds = {"onion": 0.0, "onion_cal": onion_threshold(s_val, cfg.onion_removal)}
     return _OnionInputs(trig, cl, {tag: (onion_filter(trig, s_trig, t), onion_filter(cl.texts, s_clean, t), t)
                                    for tag, t in thresholds.items()})
+
+
+def _onion_rows(per: dict[str, list[float]], name: str, onion: _OnionInputs, factory: Any, victim: Any, trigger: str,
+                seq_len: int) -> None:
+    """ONION in front of ``victim`` at both of ``onion``'s thresholds, appended to ``per`` under ``name``."""
+    for otag, (f_trig, f_clean, thr) in onion.filtered.items():
+        od = onion_defence(factory, victim, trigger, onion.triggered, f_trig, onion.clean.texts, onion.clean.labels,
+                           f_clean, TARGET, threshold=thr, seq_len=seq_len)
+        for k in ("trigger_removed", "asr_after", "cta_before", "cta_after"):
+            per.setdefault(f"{name}_{otag}_{k}", []).append(float(getattr(od, k)))
 
 
 def _spread(length: int, n: int) -> np.ndarray:
