@@ -109,7 +109,8 @@ class HeadlineConfig:
 
             if not (self.generator and self.data):
                 key = "data" if self.generator else "generator"
-                raise ValueError(f"{key}: the real-parts run needs both generator=PATH and data=DIR")
+                raise ValueError(f"{key}: the real-parts run (generator, detector, data) needs both generator=PATH "
+                                 "and data=DIR")
             if self.model:
                 raise ValueError("model: give either model (a pixel DDPM pipeline) or generator (Stable Diffusion)")
             check_model_path(self.generator, key="generator", kinds=("diffusers",))
