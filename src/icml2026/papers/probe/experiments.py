@@ -496,11 +496,11 @@ _QUICK = HeadlineConfig(
         "full": HeadlineConfig(workers=3),
         # controls of the comparative checks (icml2026 controls probe.headline --seeds 0-4 --store): the quick
         # preset with the PROBE arm replaced, B2-B5 skipped (no check reads them) and, for CPU time only
-        # (# Deviation: 10 control runs at quick's 85 CPU-s did not fit the session), the seen DDPM and the zoo
-        # trained for fewer steps (120 / 40 instead of 200 / 60); the evaluation sizes, the buffer size and the
+        # (# Deviation: 10 control runs at quick's ~100 CPU-s did not fit the session), the seen DDPM and the zoo
+        # trained for fewer steps (80 / 20 instead of 200 / 60); the evaluation sizes, the buffer size and the
         # Stage-2 recipe, which set the checks' noise, are quick's
-        "planted": dataclasses.replace(_QUICK, control="planted", ddpm_steps=120, zoo_steps=40),
-        "null": dataclasses.replace(_QUICK, control="null", ddpm_steps=120, zoo_steps=40),
+        "planted": dataclasses.replace(_QUICK, control="planted", ddpm_steps=80, zoo_steps=20),
+        "null": dataclasses.replace(_QUICK, control="null", ddpm_steps=80, zoo_steps=20),
     },
 )
 def headline(cfg: HeadlineConfig, rng: np.random.Generator) -> Outcome:
