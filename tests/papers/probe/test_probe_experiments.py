@@ -91,3 +91,17 @@ def test_sub_seeds_give_the_same_numbers_in_any_process() -> None:
 def test_workers_refused_off_the_cpu() -> None:
     with pytest.raises(ValueError, match="CPU only"):
         HeadlineConfig(workers=2, device="cuda")
+
+
+def test_control_arms_plant_the_effect_and_the_null_harm() -> None:
+    """planted: B1 with the true label on ~40 % of an unseen generator's items (seen untouched); null: the second
+    B1, wrong on ~10 % of the seen items. Would fail if the arms were swapped or the oracle leaked into 'seen'."""
+    rng = np.random.default_rng(0)
+    y = np.r_[np.zeros(2000), np.ones(2000)]
+    p = {"B1": np.full(4000, 0.5), "B1_null": np.where(y == 1, 0.9, 0.1)}
+    planted = exps._control_arm(p, y, "vae", "planted", rng)
+    assert abs(np.mean(planted == y) - exps.PLANTED_ORACLE) < 0.03
+    assert np.array_equal(exps._control_arm(p, y, "seen", "planted", rng), p["B1"])
+    harmed = exps._control_arm(p, y, "seen", "null", rng)
+    assert abs(np.mean(np.abs(harmed - y) > 0.5) - exps.NULL_SEEN_HARM) < 0.02
+    assert np.array_equal(exps._control_arm(p, y, "vae", "null", rng), p["B1_null"])
