@@ -45,3 +45,25 @@ def test_l_prec_weighs_a_pixel_the_same_at_8x8_and_16x16() -> None:
     assert torch.allclose(prec_loss(a, b), prec_loss(a2, b2))
     # and at 8x8 it equals the per-image sum of the earlier form (lambda = 1 at 8x8 unchanged)
     assert torch.allclose(prec_loss(a, b), (a - b).pow(2).sum((1, 2, 3)).mean())
+
+
+@pytest.mark.slow  # ~30 s: a 60-step DDPM, a detector and 20 LoRA updates without L_prec
+def test_the_buffer_realism_check_fails_at_lambda_0(space_and_reals) -> None:  # type: ignore[no-untyped-def]
+    """With lambda = 0 the buffer drifts off the image manifold: its distance exceeds 1.5x the standard samples'
+    (development run, 3 sub-seeds: 1.82-4.18). Would pass wrongly in the earlier random-CNN space (0.95)."""
+    from icml2026.core.rng import torch_seeded
+    from icml2026.papers.probe.detector import Detector
+    from icml2026.papers.probe.generators import DiffusionGenerator, seen_unet
+    from icml2026.papers.probe.method import ProbeConfig, probe_generator
+
+    space, tr, te = space_and_reals
+    rng = np.random.default_rng(0)
+    real = tr[rng.choice(len(tr), 1024, replace=False)]
+    with torch_seeded(rng):
+        unet = seen_unet(8, 3)
+    gen = DiffusionGenerator(unet, "ddim", 6).fit(real, rng, n_steps=60)
+    det = Detector(epochs=1).fit(real[:256], gen.sample(256, rng), rng)
+    fd_std = space.distance(te, gen.sample(128, rng))
+    res = probe_generator(gen, det, ProbeConfig(lam=0.0, lr=2e-2, n_restarts=1, n_updates=20, dump_every=20,
+                                                n_dump=128, batch_size=4), rng)
+    assert space.distance(te, res.buffer) > 1.5 * fd_std
