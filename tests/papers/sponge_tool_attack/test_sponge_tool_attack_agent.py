@@ -160,3 +160,17 @@ def test_hf_local_and_openai_compatible_backends_give_the_same_trajectory(tmp_pa
     assert (t_local.prompt_tokens, t_local.completion_tokens) == (t_http.prompt_tokens, t_http.completion_tokens)
     assert all(s.raw and s.error is None or "JSON" in (s.error or "") for s in t_local.steps)
     assert not any("backend error" in (s.error or "") for s in t_local.steps + t_http.steps)
+
+
+def test_count_tokens_line_by_line_equals_the_whole_text_count() -> None:
+    """The cached line-by-line count (issue 56, speed only) is the regex count of the whole text."""
+    import random
+    import re
+
+    from icml2026.papers.sponge_tool_attack.agent import count_tokens
+
+    rnd = random.Random(0)
+    chars = "ab c\n\t.,;:!?\u00e9 12\r\u2028"
+    for _ in range(2000):
+        text = "".join(rnd.choice(chars) for _ in range(rnd.randint(0, 40)))
+        assert count_tokens(text) == len(re.findall(r"\w+|[^\w\s]", text)), repr(text)

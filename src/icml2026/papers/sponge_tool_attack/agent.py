@@ -22,6 +22,7 @@ generated for a local model) and an estimate only for backends that report none 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -161,9 +162,21 @@ def parse_native_call(name: Any, arguments: Any, tool_names: Sequence[str]) -> T
     return _check_call({"tool": name, "argument": args["argument"]}, tool_names)  # type: ignore[return-value]
 
 
+_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _line_tokens(line: str) -> int:
+    return len(_TOKEN_RE.findall(line))
+
+
 def count_tokens(text: str) -> int:
-    """Word-and-punctuation count, the token proxy used when the backend has no tokenizer."""
-    return len(re.findall(r"\w+|[^\w\s]", text))
+    """Word-and-punctuation count, the token proxy used when the backend has no tokenizer.
+
+    Counted line by line with a cache (speed only, the same count: a token never spans the newline, white
+    space): an episode's prompt repeats the system prompt and every earlier line at each turn.
+    """
+    return sum(_line_tokens(line) for line in text.split("\n"))
 
 
 @dataclass(frozen=True)

@@ -587,20 +587,30 @@ class STAAttacker:
 
     def rewrite_many(self, queries: Sequence[str], n_candidates: int, rng: np.random.Generator,
                      judge: Any | None = None) -> list[Rewrite]:
-        """:meth:`rewrite` for many queries (same result and rng use), with all candidates judged in one batch."""
+        """:meth:`rewrite` for many queries (same result and rng use).
+
+        Every candidate is drawn as in :meth:`rewrite`, but a candidate is judged only while its query has no
+        passing one yet (the first passing candidate is the one returned, so the later ones cannot change the
+        result), one batch per candidate rank (speed only: each query's first candidate usually passes).
+        """
         gate = judge if judge is not None else self.judge
         pols = self.bank.best(n_candidates)
         cands = [[self.rewriter.rewrite(q, p, [], rng) for p in pols] for q in queries]
-        if hasattr(gate, "prepare"):
-            gate.prepare([*queries, *(c for row in cands for c in row)])
-        out = []
-        for q, row in zip(queries, cands, strict=False):
-            pick = Rewrite(q, None, None)
-            for p, c, v in zip(pols, row, _judge_all(gate, q, row), strict=False):
+        out = [Rewrite(q, None, None) for q in queries]
+        pending = list(range(len(queries)))
+        for j, p in enumerate(pols):
+            if not pending:
+                break
+            if hasattr(gate, "prepare"):
+                gate.prepare([*(queries[i] for i in pending), *(cands[i][j] for i in pending)])
+            left = []
+            for i in pending:
+                v = gate.judge(queries[i], cands[i][j])
                 if v.passed:
-                    pick = Rewrite(c, p, v)
-                    break
-            out.append(pick)
+                    out[i] = Rewrite(cands[i][j], p, v)
+                else:
+                    left.append(i)
+            pending = left
         return out
 
 

@@ -182,7 +182,9 @@ def _preconditions(acc_clean: float, cap_clean: float) -> list[Check]:
     "while a concise agent and a naive paraphrase show no gain; a per-user step alarm flags the attack.",
     presets={
         "smoke": AttackConfig(n_seeds=1, n_probe=3, n_test=8, n_iter=1, n_candidates=2, n_boot=50),
-        "quick": AttackConfig(n_seeds=3, n_probe=17, n_test=40, n_iter=2, n_boot=300),
+        # quick: 8 probe queries (17 until issue 56, cut for the demo budget; full keeps the paper's 17); the
+        # held-out size (3 x 40), which the controls measure, is unchanged
+        "quick": AttackConfig(n_seeds=3, n_probe=8, n_test=40, n_iter=2, n_boot=300),
         "full": AttackConfig(),
         # controls at the quick preset's size (3 inner seeds x 40 held-out queries)
         "planted": AttackConfig(n_seeds=3, n_probe=17, n_test=40, n_iter=2, n_boot=300, control="planted"),
@@ -380,7 +382,8 @@ def ablation(cfg: AttackConfig, rng: np.random.Generator) -> Outcome:
     "least one tool-calling step per query on average.",
     presets={
         "smoke": TransferConfig(n_seeds=1, n_probe=3, n_test=8, n_iter=1, n_candidates=2, n_boot=50),
-        "quick": TransferConfig(n_seeds=3, n_probe=17, n_test=40, n_iter=2, n_boot=300),
+        # quick: 8 probe queries (17 until issue 56, for the demo budget); held-out size unchanged (controls)
+        "quick": TransferConfig(n_seeds=3, n_probe=8, n_test=40, n_iter=2, n_boot=300),
         "full": TransferConfig(),
         "planted": TransferConfig(n_seeds=3, n_probe=17, n_test=40, n_iter=2, n_boot=300, control="planted"),
         "null": TransferConfig(n_seeds=3, n_probe=17, n_test=40, n_iter=2, n_boot=300, control="null"),
