@@ -110,7 +110,8 @@ def test_ecg_checks_are_statements_over_the_repeats(monkeypatch):
     # per training: macro-F1 at 100 Hz and at 200 Hz (accuracies are not checked here)
     f1s = iter([(0.80, 0.70), (0.60, 0.59), (0.40, 0.38)])
 
-    def fake_once(cfg, rng, keep=None):  # type: ignore[no-untyped-def]
+    def fake_once(cfg, rng, keep=None, bank=None):  # type: ignore[no-untyped-def]
+        assert bank is None  # share_bank is off: each training simulates its own recordings
         seen.append(rng)
         f100, f200 = next(f1s)
         return {"neurocnn": {100.0: (f100, f100), 200.0: (f200, f200)}}, {"train_neurocnn_s": 1.0}, {"neurocnn": [0.5]}
@@ -132,3 +133,40 @@ def test_ecg_checks_are_statements_over_the_repeats(monkeypatch):
     f1s = iter([(0.80, 0.70)])
     ex.ecg_zero_shot(dataclasses.replace(smoke, n_repeats=1), rng)
     assert seen == [rng]
+
+
+def test_ecg_share_bank_simulates_once_and_splits_per_training(monkeypatch):
+    """share_bank: one ECGSYN bank for every training of a run (the simulation is most of a quick run's cost),
+    each training with its own split and init stream; without it every training simulates its own."""
+    import dataclasses
+
+    from icml2026.core.registry import get_experiment
+    from icml2026.papers.neurocnn.studies import ecg as ex
+
+    banks: list[object] = []
+    simulated: list[object] = []  # one real smoke bank, simulated once and handed out for every request
+
+    def counting_bank(cfg, rng):  # type: ignore[no-untyped-def]
+        banks.append(rng)
+        if not simulated:  # 4 classes x 3 recordings x 2 windows: only labels and groups are read here
+            labels = np.repeat(np.arange(4), 6)
+            simulated.append(ex.SignalBank(labels=labels, groups=np.arange(24) // 2, window_s=4.0,
+                                           class_names=("N", "A", "O", "~"), coef=np.zeros((24, 2)),
+                                           events=np.full((24, 1, 6), -1.0), scale=1.0))
+        return simulated[0]
+
+    got: list[tuple[object, object]] = []
+
+    def fake_zero_shot(zcfg, train, val, test, r_mod, keep):  # type: ignore[no-untyped-def]
+        got.append((r_mod, train))
+        return {"neurocnn": {100.0: (0.8, 0.8), 200.0: (0.79, 0.79)}}, {"train_neurocnn_s": 1.0}, {"neurocnn": [0.5]}
+
+    monkeypatch.setattr(ex, "_ecg_bank", counting_bank)
+    monkeypatch.setattr(ex, "_zero_shot", fake_zero_shot)
+    smoke = dataclasses.replace(get_experiment("neurocnn.ecg_zero_shot").presets["smoke"], n_repeats=2)
+    ex.ecg_zero_shot(dataclasses.replace(smoke, share_bank=True), np.random.default_rng(0))
+    assert len(banks) == 1 and len(got) == 2 and got[0][0] is not got[1][0]
+    banks.clear()
+    got.clear()
+    ex.ecg_zero_shot(smoke, np.random.default_rng(0))
+    assert len(banks) == 2 and len(got) == 2
