@@ -46,7 +46,6 @@ NAMES_PARAMS = [pytest.param(n, marks=pytest.mark.slow) if n in COSTLY else n fo
 #: Papers whose experiments do not yet declare preconditions and controls: each is converted by its own issue,
 #: which removes it from this list. Nothing may be added to it.
 NOT_YET_CONVERTED = frozenset({
-    "probe",
 })
 
 #: Nonsense for every field, as the command line would pass it. Integers get 10**9 spelled out (``1e9`` is
