@@ -170,11 +170,12 @@ _QUICK_ISSUE65: dict[str, Any] = dict(mlm_steps=1000, mlm_batch=32, n_seeds=3, n
 # Deviation: since issue 56 (2026-12-07, the `make demo` budget: the eight quick presets had cost 1,657 CPU-s on one
 # thread, 139-445 s each, against ~40 s each that the demo's 25 minutes on 2 cores leave), the quick presets are a
 # cheaper path check: 2 distillation seeds (the least a bound over seeds needs), 30 outer steps, 2 victims, 1,000
-# training and 200 test sentences (500 made the linear probe read chance on quick seed 1, CTA 0.500), STRIP on 10
-# inputs with 2 copies, no ONION (its causal LM's pre-training alone cost ~86 CPU-s; smoke and full run it), the [CLS]-only last layer, and one process (worker processes each load
-# torch and the encoder again). The encoder stays the full presets' 1,000-step MLM "checkpoint" (built once, ~300
-# CPU-s, then read from CACHE_DIR by every run): a 400-step, batch-8 encoder gave no hijack at all (CLS mass on "cf"
-# 0.05 at 60 outer steps, 2 seeds, against 0.87-0.98 with this one), so `ablation` could not be decided with it.
+# training and 200 test sentences (500 made the linear probe read chance on quick seed 1, CTA 0.500), STRIP on 10 inputs
+# with 2 copies, no ONION (its causal LM's pre-training alone cost ~86 CPU-s; smoke and full run it), the [CLS]-only
+# last layer, and one process (worker processes each load torch and the encoder again). The encoder stays the full
+# presets' 1,000-step MLM "checkpoint" (built once, ~300 CPU-s, then read from CACHE_DIR by every run): a 400-step,
+# batch-8 encoder gave no hijack at all (CLS mass on "cf" 0.05 at 60 outer steps, 2 seeds, against 0.63-0.90 with this
+# one), so `ablation` could not be decided with it.
 _QUICK: dict[str, Any] = {**_QUICK_ISSUE65, "n_seeds": 2, "n_steps": 30, "n_learners": 2,
                           "n_strip": 10, "strip_perturb": 2, "n_onion": 0, "cls_only_last_layer": 1, "workers": 1}
 
