@@ -449,8 +449,23 @@ def _print_run(name: str, verdict: str, checks: list[dict[str, Any]], wall_s: fl
             print(f"    failed {c.get('role', 'claim')}: {c['name']} = {c['value']} (target {c['target']})", flush=True)
 
 
+def interleave_by_paper(runs: list[Any]) -> list[Any]:
+    """``runs`` (tuples whose first item is an experiment) reordered round-robin over papers: the first run of
+    each paper, then the second of each, and so on (each paper's runs keep their order).
+
+    With ``--jobs N`` the runs of one paper then rarely start side by side, so what they share on disk (an
+    encoder pre-trained once and cached) is built by the paper's first run while the other workers run other
+    papers, instead of by N runs at once."""
+    by_paper: dict[str, list[Any]] = {}
+    for run in runs:
+        by_paper.setdefault(run[0].name.split(".", 1)[0], []).append(run)
+    queues = list(by_paper.values())
+    return [q[i] for i in range(max((len(q) for q in queues), default=0)) for q in queues if i < len(q)]
+
+
 def _run_in_processes(runs: list[tuple[Any, Any, dict[str, Any], int]], args: argparse.Namespace, jobs: int) -> int:
-    """``icml2026 run --jobs N``: each run in a fresh process, N at a time, lines printed as runs finish.
+    """``icml2026 run --jobs N``: each run in a fresh process, N at a time, lines printed as runs finish; the runs
+    start in :func:`interleave_by_paper`'s order.
 
     A run's folder, metrics and verdict are those of the same run made in this process (same config, seed,
     threads and kernels); only the order in which runs finish, and so the order of the lines, differs.
@@ -458,7 +473,7 @@ def _run_in_processes(runs: list[tuple[Any, Any, dict[str, Any], int]], args: ar
     from .core.sweep import SweepTask, run_in_processes
 
     tasks = [SweepTask(exp.name, args.preset, seed, tuple(overrides.items()), str(args.out), args.n_threads,
-                       args.deterministic) for exp, _, overrides, seed in runs]
+                       args.deterministic) for exp, _, overrides, seed in interleave_by_paper(runs)]
     print(f"running {len(tasks)} runs, {min(jobs, len(tasks))} at a time (preset {args.preset}) ...", flush=True)
     status = EXIT_OK
     t0, done = time.perf_counter(), []

@@ -148,3 +148,16 @@ def test_bad_jobs_are_refused_before_anything_runs(tmp_path: Path, jobs: str,
     assert main(["run", NUMPY_ONLY, "--jobs", jobs, "--out", str(tmp_path / "o")]) == 2
     assert "--jobs" in capsys.readouterr().err
     assert not (tmp_path / "o" / NUMPY_ONLY).exists()
+
+
+def test_parallel_runs_start_round_robin_over_papers() -> None:
+    """`run --jobs N` starts the first run of every paper before any paper's second, each paper's runs in their
+    order: one paper's runs (which may share a cached encoder) rarely start side by side."""
+    from types import SimpleNamespace
+
+    from icml2026.cli import interleave_by_paper
+
+    names = ["a.x", "a.y", "a.z", "b.x", "c.x", "c.y"]
+    runs = [(SimpleNamespace(name=n), None, {}, 0) for n in names]
+    assert [r[0].name for r in interleave_by_paper(runs)] == ["a.x", "b.x", "c.x", "a.y", "c.y", "a.z"]
+    assert interleave_by_paper([]) == []

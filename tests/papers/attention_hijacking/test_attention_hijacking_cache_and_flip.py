@@ -31,6 +31,29 @@ def _builder(calls: list[int], value: float = 1.0):  # type: ignore[no-untyped-d
     return build
 
 
+def test_cache_built_once_when_two_runs_ask_at_the_same_time(tmp_path):
+    """make demo runs two experiments side by side: the second waits on the lock while the first builds, then
+    reads the file (a lock per open file, so two threads stand for two processes)."""
+    import threading
+    import time
+
+    calls: list[int] = []
+    slow = _builder(calls)
+
+    def build_slowly() -> dict[str, torch.Tensor]:
+        time.sleep(0.5)
+        return slow()
+
+    got: list[dict[str, torch.Tensor]] = []
+    first = threading.Thread(target=lambda: got.append(cached_state(KEY, build_slowly, tmp_path, log=None)))
+    first.start()
+    time.sleep(0.1)  # the first holds the lock and is building
+    second = cached_state(KEY, _builder(calls), tmp_path, log=None)
+    first.join()
+    assert len(calls) == 1
+    assert all(torch.equal(got[0][k], second[k]) for k in second)
+
+
 def test_cache_builds_once_then_reads_the_same_tensors(tmp_path):
     calls: list[int] = []
     first = cached_state(KEY, _builder(calls), tmp_path, log=None)

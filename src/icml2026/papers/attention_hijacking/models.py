@@ -399,12 +399,29 @@ def cached_state(key: dict[str, object], build: Callable[[], dict[str, torch.Ten
     """``build()``'s state dict, read from ``cache_dir/<hash of key>.safetensors`` when a valid copy is there.
 
     A corrupt, foreign or tampered file is reported through ``log`` and rebuilt, never used; ``cache_dir=None``
-    always builds. Building is deterministic, so a cached run gives the numbers of an uncached one.
+    always builds. Building is deterministic, so a cached run gives the numbers of an uncached one. Processes
+    that need the same state at once (``make demo``'s parallel runs) build it once: the others wait on a lock
+    file beside it, then read it.
     """
     if cache_dir is None:
         return build()
     name = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     path = Path(cache_dir) / f"mlm-{name}.safetensors"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a") as lock:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no lock, at worst a second process builds it too
+            return _cached_state(path, key, build, log)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return _cached_state(path, key, build, log)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _cached_state(path: Path, key: dict[str, object], build: Callable[[], dict[str, torch.Tensor]],
+                  log: Callable[[str], None] | None) -> dict[str, torch.Tensor]:
     if path.exists():
         try:
             return load_state(path, key)
