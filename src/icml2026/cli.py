@@ -458,7 +458,7 @@ def interleave_by_paper(runs: list[Any]) -> list[Any]:
     papers, instead of by N runs at once."""
     by_paper: dict[str, list[Any]] = {}
     for run in runs:
-        by_paper.setdefault(run[0].name.split(".", 1)[0], []).append(run)
+        by_paper.setdefault(run[0].slug, []).append(run)
     queues = list(by_paper.values())
     return [q[i] for i in range(max((len(q) for q in queues), default=0)) for q in queues if i < len(q)]
 

@@ -158,6 +158,6 @@ def test_parallel_runs_start_round_robin_over_papers() -> None:
     from icml2026.cli import interleave_by_paper
 
     names = ["a.x", "a.y", "a.z", "b.x", "c.x", "c.y"]
-    runs = [(SimpleNamespace(name=n), None, {}, 0) for n in names]
+    runs = [(SimpleNamespace(name=n, slug=n.split(".")[0]), None, {}, 0) for n in names]
     assert [r[0].name for r in interleave_by_paper(runs)] == ["a.x", "b.x", "c.x", "a.y", "c.y", "a.z"]
     assert interleave_by_paper([]) == []
