@@ -40,6 +40,11 @@ class DriveConfig:
     train_steps: int = param(600, 1, 5000, help="planner optimisation steps")
     batch: int = param(32, 2, 128, help="planner batch size")
     lr: float = param(1e-3, 1e-5, 1e-2, help="AdamW peak learning rate")
+    precision: Literal["fp32", "bf16", "fp16"] = param(
+        "fp32", choices=("fp32", "bf16", "fp16"),
+        help="planner training precision: fp32, or bf16 / fp16 mixed precision (autocast; fp16 needs a GPU)")
+    grad_accum: int = param(1, 1, 128, help="micro-batches per planner step: the batch is split into this many "
+                            "equal parts whose gradients are averaged (memory only; the step still sees `batch`)")
     d_model: int = param(128, 16, 256, help="planner width (brief: 128)")
     n_layers: int = param(4, 1, 8, help="planner layers (brief: 4)")
     mse_weight: float = param(2.0, 0.0, 10.0, help="weight of the latent MSE (paper: 2)")
@@ -68,6 +73,11 @@ class DriveConfig:
     def __post_init__(self) -> None:
         check_device_name(self.device)
         check_workers(self.workers, self.device)
+        if self.batch % self.grad_accum:
+            raise ValueError(f"grad_accum = {self.grad_accum}: must divide batch = {self.batch} into equal "
+                             "micro-batches")
+        if self.precision == "fp16" and self.device == "cpu":
+            raise ValueError("precision = 'fp16' needs a GPU (float16 autocast); on the CPU use 'bf16' or 'fp32'")
         from icml2026.core.loaders import check_model_path
 
         if self.planner:
@@ -264,6 +274,8 @@ def _train(
         lr=cfg.lr,
         cot_mode="long" if variant == "E" else "adaptive",
         complex_share=cfg.complex_share if variant in ("E", "F") else 0.0,
+        precision=cfg.precision,
+        grad_accum=cfg.grad_accum,
     )
     return planner
 

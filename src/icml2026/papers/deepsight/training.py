@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
+from icml2026.core.errors import BadInput
 from icml2026.core.progress import track
 from icml2026.core.rng import torch_generator, torch_seeded
+from icml2026.core.training import TrainingOptions, train_steps
 from icml2026.core.validate import positive_int
 
 from .data import (
@@ -265,11 +268,22 @@ def train_planner(
     cot_mode: str = "adaptive",
     unannotated: float = 0.3,
     complex_share: float = 0.0,
+    precision: str = "fp32",
+    grad_accum: int = 1,
 ) -> list[float]:
     """AdamW on L = CE + L1 + w * MSE; ``unannotated`` of the frames get flag False / ``None`` (brief).
 
     ``complex_share`` > 0 oversamples the complex (long-tail) frames: that share of every batch is drawn from
-    them (0: uniform batches)."""
+    them (0: uniform batches). ``precision`` (``fp32``, ``bf16``, ``fp16`` on a GPU) and ``grad_accum`` are
+    :class:`icml2026.core.training.TrainingOptions`': each step's batch of ``batch`` frames is split into
+    ``grad_accum`` equal micro-batches whose gradients are averaged (a memory knob: the batch a step sees stays
+    ``batch``). The loop is :func:`icml2026.core.training.train_steps` (``accelerate``); with fp32 and
+    ``grad_accum = 1`` it computes what a plain AdamW loop computes. Returns the loss of every step."""
+    options = TrainingOptions(precision=precision, grad_accum=grad_accum, max_grad_norm=1.0)  # checks both
+    n_batch = min(batch, len(s))
+    if n_batch % grad_accum:
+        raise BadInput(f"grad_accum = {grad_accum}: must divide the batch ({n_batch} frames) into equal "
+                       "micro-batches")
     g = torch_generator(rng)
     flags = rng.random(len(s)) >= unannotated
     cpx = np.nonzero(s.complex & flags)[0]
@@ -284,23 +298,23 @@ def train_planner(
     opt = torch.optim.AdamW(groups, lr=lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=[lr, 10 * lr], total_steps=max(n_steps, 1),
                                                 pct_start=0.1)
-    planner.train()
-    hist = []
-    for _ in track(range(n_steps), f"deepsight planner {planner.cfg.variant} training", total=n_steps):
-        idx = torch.randint(0, len(s), (min(batch, len(s)),), generator=g).numpy()
-        if complex_share > 0 and len(cpx) and len(simple):
-            k = int(round(complex_share * len(idx)))
-            pick = torch.randint(0, 2**31 - 1, (len(idx),), generator=g).numpy()
-            idx = np.concatenate([cpx[pick[:k] % len(cpx)], simple[pick[k:] % len(simple)]])
-        parts = planner.losses(make_batch(s, idx, planner.cfg.variant, lat, cot_mode, flags))
-        opt.zero_grad()
-        parts.total.backward()
-        torch.nn.utils.clip_grad_norm_(planner.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        hist.append(float(parts.total.detach()))
+
+    def micro_batches() -> Iterator[PlannerBatch]:
+        for _ in track(range(n_steps), f"deepsight planner {planner.cfg.variant} training", total=n_steps):
+            idx = torch.randint(0, len(s), (n_batch,), generator=g).numpy()
+            if complex_share > 0 and len(cpx) and len(simple):
+                k = int(round(complex_share * len(idx)))
+                pick = torch.randint(0, 2**31 - 1, (len(idx),), generator=g).numpy()
+                idx = np.concatenate([cpx[pick[:k] % len(cpx)], simple[pick[k:] % len(simple)]])
+            for part in np.split(idx, grad_accum):
+                yield make_batch(s, part, planner.cfg.variant, lat, cot_mode, flags)
+
+    device = str(next(planner.parameters()).device)
+    # the planner is trained in place (one process: accelerate does not wrap it); its loss is a method, not forward
+    result = train_steps(planner, opt, micro_batches(), lambda _m, b: planner.losses(b).total, options=options,
+                         device=device, scheduler=sched)
     planner.eval()
-    return hist
+    return result.losses
 
 
 @dataclass
