@@ -36,12 +36,20 @@ from .errors import BadInput, require_module
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-__all__ = ["PRECISIONS", "TrainingOptions", "TrainResult", "make_accelerator", "train_steps"]
+__all__ = ["PRECISIONS", "fp16_device_problem", "TrainingOptions", "TrainResult", "make_accelerator", "train_steps"]
 
 #: Precisions a training run may use: ``fp32`` everywhere; ``bf16`` / ``fp16`` mixed precision (weights and
 #: optimizer state stay float32, the forward pass runs under ``torch.autocast``). ``fp16`` needs a GPU.
 PRECISIONS = ("fp32", "bf16", "fp16")
 _MIXED = {"fp32": "no", "bf16": "bf16", "fp16": "fp16"}
+
+
+def fp16_device_problem(precision: str, device: str) -> str | None:
+    """Why ``precision`` cannot train on ``device`` (``cpu``, ``cuda``, ``cuda:<n>``, ``mps``), or ``None``:
+    float16 autocast is a GPU feature. Configs call it before a run; :func:`make_accelerator` before training."""
+    if precision == "fp16" and str(device).split(":")[0] == "cpu":
+        return "precision = 'fp16' needs a GPU (float16 autocast); on the CPU use 'bf16' or 'fp32'"
+    return None
 
 
 @dataclass(frozen=True)
@@ -126,8 +134,9 @@ def make_accelerator(options: TrainingOptions, device: str = "cpu") -> Any:
     import accelerate
 
     dev = resolve_device(device)
-    if options.precision == "fp16" and dev.type == "cpu":
-        raise BadInput("precision = 'fp16' needs a GPU (float16 autocast); on the CPU use 'bf16' or 'fp32'")
+    problem = fp16_device_problem(options.precision, dev.type)
+    if problem:
+        raise BadInput(problem)
     _reset_single_process_state()
     return accelerate.Accelerator(mixed_precision=_MIXED[options.precision],
                                   gradient_accumulation_steps=options.grad_accum, cpu=dev.type == "cpu")

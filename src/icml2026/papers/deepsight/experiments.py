@@ -21,6 +21,7 @@ from icml2026.core.device import check_device_name, check_workers, resolve_devic
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
 from icml2026.core.sweep import map_in_processes
+from icml2026.core.training import fp16_device_problem
 
 CACHE_DIR = Path("runs") / "deepsight.cache"
 DATA_SEED = 20260514  # fixed: the long-tail assignment of the fixed data seeds (a benchmark, not a draw)
@@ -76,8 +77,9 @@ class DriveConfig:
         if self.batch % self.grad_accum:
             raise ValueError(f"grad_accum = {self.grad_accum}: must divide batch = {self.batch} into equal "
                              "micro-batches")
-        if self.precision == "fp16" and self.device == "cpu":
-            raise ValueError("precision = 'fp16' needs a GPU (float16 autocast); on the CPU use 'bf16' or 'fp32'")
+        problem = fp16_device_problem(self.precision, self.device)
+        if problem:
+            raise ValueError(problem)
         from icml2026.core.loaders import check_model_path
 
         if self.planner:

@@ -20,7 +20,7 @@ from icml2026.core.device import check_device_name, check_workers, resolve_devic
 from icml2026.core.plotting import new_figure
 from icml2026.core.progress import track
 from icml2026.core.sweep import map_in_processes
-from icml2026.core.training import TrainingOptions
+from icml2026.core.training import TrainingOptions, fp16_device_problem
 
 from .data import N_IMAGE_TOKENS, Batch, Vocab, image_batch, noise_text_batch, render_scene, sample_task
 from .mechanism import OUTCOMES, interchange_fractions, knockout_profile, probe_layers, sym_pos_ratio
@@ -133,8 +133,9 @@ class NoiseConfig:
     def __post_init__(self) -> None:
         check_device_name(self.device)
         check_workers(self.workers, self.device)
-        if self.precision == "fp16" and self.device == "cpu":
-            raise ValueError("precision = 'fp16': float16 autocast needs a GPU; use bf16 or fp32 on the CPU")
+        problem = fp16_device_problem(self.precision, self.device)
+        if problem:
+            raise ValueError(problem)
         if self.d_model % 4:
             raise ValueError(f"d_model = {self.d_model}: must be a multiple of 4 (n_head = 4)")
 
@@ -242,8 +243,9 @@ class RegimesConfig:
     def __post_init__(self) -> None:
         check_device_name(self.device)
         check_workers(self.workers, self.device)
-        if self.precision == "fp16" and self.device == "cpu":
-            raise ValueError("precision = 'fp16': float16 autocast needs a GPU; use bf16 or fp32 on the CPU")
+        problem = fp16_device_problem(self.precision, self.device)
+        if problem:
+            raise ValueError(problem)
         if self.d_model % self.n_head:
             raise ValueError(f"d_model = {self.d_model}: must be a multiple of n_head = {self.n_head}")
         if self.n_ood_max <= self.n_id_max:
